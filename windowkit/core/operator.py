@@ -1,0 +1,226 @@
+"""The contract between core operators and the engines that drive them.
+
+A :class:`StreamOperator` consumes batches of rows that are already in event-time order and
+carries its state between batches. :class:`EventTimeRunner` puts any operator behind an
+event-time buffer: it holds rows until the watermark passes them, releases them in time order,
+counts and returns rows that arrive behind the watermark, and serializes operator and buffer
+together. The Spark adapter (``windowkit.spark.adapter``) only moves bytes and rows in and out of
+a runner, so every technique plugs into Spark by implementing this one interface.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+
+from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
+
+TIME = "time"
+"""Name of the event-time column (int64 microseconds) inside the core."""
+KEY = "key"
+"""Name of the grouping column inside the core."""
+
+#: Logical column types an operator may declare in its output schema.
+COLUMN_TYPES = ("int64", "float64", "bool", "string", "timestamp")
+
+
+class StreamOperator(ABC):
+    """An incremental operator over an event-time-ordered stream.
+
+    Subclasses declare ``FORMAT_TAG`` (8 ASCII characters) and ``output_schema`` (a list of
+    ``(name, type)`` with types from :data:`COLUMN_TYPES`; timestamps are int64 microseconds).
+    """
+
+    FORMAT_TAG: ClassVar[str]
+
+    @property
+    @abstractmethod
+    def output_schema(self) -> list[tuple[str, str]]:
+        """Names and logical types of the output columns."""
+
+    @abstractmethod
+    def process(self, batch: pd.DataFrame) -> pd.DataFrame:
+        """Consume rows sorted by ``time`` (ties in arrival order); return new output rows."""
+
+    def advance(self, watermark: int) -> pd.DataFrame:
+        """Learn that no row with ``time <= watermark`` will come; return rows this settles."""
+        return self.empty_output()
+
+    def finish(self) -> pd.DataFrame:
+        """Learn that the input has ended; return the rows this settles."""
+        return self.empty_output()
+
+    def next_deadline(self) -> int | None:
+        """The smallest watermark at which :meth:`advance` would emit something, if any."""
+        return None
+
+    @abstractmethod
+    def to_bytes(self) -> bytes:
+        """Serialize parameters and state."""
+
+    @classmethod
+    @abstractmethod
+    def from_bytes(cls, blob: bytes) -> StreamOperator:
+        """Rebuild an operator from :meth:`to_bytes` output."""
+
+    def empty_output(self) -> pd.DataFrame:
+        """An empty frame with the output schema's columns and dtypes."""
+        return empty_frame(self.output_schema)
+
+
+def empty_frame(schema: list[tuple[str, str]]) -> pd.DataFrame:
+    """An empty DataFrame for a list of ``(name, logical type)``.
+
+    Examples
+    --------
+    >>> empty_frame([("key", "string"), ("start", "timestamp")]).dtypes.tolist()
+    [dtype('O'), dtype('int64')]
+    """
+    numpy_type = {"int64": "int64", "float64": "float64", "bool": "bool", "string": "object",
+                  "timestamp": "int64"}
+    return pd.DataFrame({name: pd.Series([], dtype=numpy_type[kind]) for name, kind in schema})
+
+
+class EventTimeRunner:
+    """Drive a :class:`StreamOperator` from unordered batches and a watermark.
+
+    Rows with ``time`` later than the watermark wait in a buffer; when the watermark passes
+    them they are released to the operator sorted by time (stably, so ties keep arrival order).
+    A row whose time is at or before a watermark already applied is *late*: it is never given
+    to the operator (that would reorder the stream), but returned to the caller and counted.
+
+    Parameters
+    ----------
+    operator : StreamOperator
+        The operator to drive.
+
+    Examples
+    --------
+    >>> from windowkit.core.frames import ThresholdFramer
+    >>> runner = EventTimeRunner(ThresholdFramer(min_duration="2 rows"))
+    >>> batch = pd.DataFrame({"key": ["a"] * 4, "time": [3, 1, 2, 4],
+    ...                       "value": [1, 0, 1, 0]})
+    >>> out, late = runner.push(batch, watermark=4)
+    >>> out[["start", "end", "status"]].values.tolist()
+    [[2, 4, 'final']]
+    >>> _, late = runner.push(batch.iloc[:1], watermark=4)
+    >>> runner.late_rows, len(late)
+    (1, 1)
+    """
+
+    FORMAT_TAG = "RUNNER"
+    FORMAT_VERSION = 1
+
+    def __init__(self, operator: StreamOperator) -> None:
+        self.operator = operator
+        self.watermark: int | None = None
+        self.late_rows = 0
+        self._buffer: pd.DataFrame | None = None
+
+    @property
+    def buffered_rows(self) -> int:
+        """Rows waiting for the watermark."""
+        return 0 if self._buffer is None else len(self._buffer)
+
+    def push(
+        self, batch: pd.DataFrame, watermark: int | None = None
+    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """Add rows, then apply ``watermark`` (if given); return ``(output, late_rows)``."""
+        late = batch.iloc[:0]
+        if len(batch):
+            if self.watermark is not None:
+                is_late = batch[TIME].to_numpy() <= self.watermark
+                if is_late.any():
+                    late = batch[is_late]
+                    batch = batch[~is_late]
+                    self.late_rows += len(late)
+            if len(batch):
+                parts = [self._buffer, batch] if self._buffer is not None else [batch]
+                self._buffer = pd.concat(parts, ignore_index=True) if len(parts) > 1 else batch
+        outputs = []
+        if watermark is not None and (self.watermark is None or watermark > self.watermark):
+            outputs.append(self._release(watermark))
+            self.watermark = watermark
+            outputs.append(self.operator.advance(watermark))
+        return _concat(outputs, self.operator), late
+
+    def finish(self) -> pd.DataFrame:
+        """Release every buffered row and end the input."""
+        outputs = [self._release(None), self.operator.finish()]
+        return _concat(outputs, self.operator)
+
+    def next_timer(self) -> int | None:
+        """The event time at which the watermark will release rows or settle output."""
+        candidates = [self.operator.next_deadline()]
+        if self._buffer is not None and len(self._buffer):
+            candidates.append(int(self._buffer[TIME].min()))
+        candidates = [c for c in candidates if c is not None]
+        return min(candidates) if candidates else None
+
+    def _release(self, watermark: int | None) -> pd.DataFrame:
+        if self._buffer is None or not len(self._buffer):
+            return self.operator.empty_output()
+        times = self._buffer[TIME].to_numpy()
+        ready = np.ones(len(times), dtype=bool) if watermark is None else times <= watermark
+        if not ready.any():
+            return self.operator.empty_output()
+        released = self._buffer[ready]
+        order = np.argsort(released[TIME].to_numpy(), kind="stable")
+        rest = self._buffer[~ready]
+        self._buffer = rest.reset_index(drop=True) if len(rest) else None
+        return self.operator.process(released.iloc[order].reset_index(drop=True))
+
+    def to_bytes(self) -> bytes:
+        """Serialize the operator, the buffer, the watermark and the late count."""
+        buffer = self._buffer if self._buffer is not None else pd.DataFrame()
+        arrays = {f"col:{c}": buffer[c].to_numpy() for c in buffer.columns}
+        arrays["operator"] = np.frombuffer(self.operator.to_bytes(), dtype=np.uint8)
+        meta = {
+            "operator_class": f"{type(self.operator).__module__}:{type(self.operator).__qualname__}",
+            "watermark": self.watermark,
+            "late_rows": self.late_rows,
+            "columns": list(buffer.columns),
+        }
+        return pack_state(self.FORMAT_TAG, self.FORMAT_VERSION, meta, arrays)
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> EventTimeRunner:
+        """Rebuild a runner from :meth:`to_bytes` output."""
+        meta, arrays = unpack_state(blob, cls.FORMAT_TAG, cls.FORMAT_VERSION)
+        operator_cls = _resolve(meta["operator_class"])
+        runner = cls(operator_cls.from_bytes(arrays["operator"].tobytes()))
+        runner.watermark = meta["watermark"]
+        runner.late_rows = int(meta["late_rows"])
+        if meta["columns"]:
+            runner._buffer = pd.DataFrame({c: arrays[f"col:{c}"] for c in meta["columns"]})
+        return runner
+
+
+def _resolve(path: str) -> type[StreamOperator]:
+    import importlib
+
+    module_name, _, qualname = path.partition(":")
+    if not module_name.startswith("windowkit."):
+        msg = f"state names operator class {path!r}, which is not a windowkit operator"
+        raise StateFormatError(msg)
+    try:
+        obj = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        msg = f"state names unknown operator class {path!r}"
+        raise StateFormatError(msg) from exc
+    if not (isinstance(obj, type) and issubclass(obj, StreamOperator)):
+        msg = f"state names {path!r}, which is not a StreamOperator"
+        raise StateFormatError(msg)
+    return obj
+
+
+def _concat(frames: list[pd.DataFrame], operator: StreamOperator) -> pd.DataFrame:
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return operator.empty_output()
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)

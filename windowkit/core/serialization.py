@@ -1,0 +1,183 @@
+"""Versioned, checksummed byte format shared by every stateful object in the core.
+
+Layout (little endian)::
+
+    b"WKIT" | u8 container version | 8-byte format tag | u16 format version
+    | u32 crc32(body) | u64 len(body) | body
+    body = u32 len(meta) | meta (JSON) | array bytes, in the order listed in meta["arrays"]
+
+The JSON part carries parameters and scalars; arrays travel as raw bytes with dtype and
+shape in the metadata. Every field is checked on read so that corrupt or foreign bytes raise
+:class:`StateFormatError` (a ``ValueError``) with a clear message, never a numpy traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from typing import Any
+
+import numpy as np
+
+MAGIC = b"WKIT"
+CONTAINER_VERSION = 1
+_HEADER = struct.Struct("<4sB8sHIQ")
+
+
+class StateFormatError(ValueError):
+    """Raised when state bytes are corrupt, truncated or belong to another object."""
+
+
+def pack_state(
+    tag: str, version: int, meta: dict[str, Any], arrays: dict[str, np.ndarray] | None = None
+) -> bytes:
+    """Serialize parameters, scalars and numpy arrays under a format tag.
+
+    Parameters
+    ----------
+    tag : str
+        Up to 8 ASCII characters naming the object's format, e.g. ``"THRFRAME"``.
+    version : int
+        The object's own format version (0..65535).
+    meta : dict
+        JSON-serializable parameters and scalars.
+    arrays : dict of str to numpy.ndarray, optional
+        Numeric arrays, or arrays of strings (object or unicode dtype, stored as UTF-8).
+
+    Returns
+    -------
+    bytes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> blob = pack_state("DEMO", 1, {"n": 3}, {"x": np.arange(3)})
+    >>> meta, arrays = unpack_state(blob, "DEMO", 1)
+    >>> meta["n"], arrays["x"].tolist()
+    (3, [0, 1, 2])
+    """
+    arrays = arrays or {}
+    specs = []
+    chunks = []
+    for name, arr in arrays.items():
+        arr = np.asarray(arr)
+        if arr.dtype == object or arr.dtype.kind == "U":
+            encoded = [str(v).encode("utf-8") for v in arr.ravel()]
+            lengths = np.array([len(e) for e in encoded], dtype="<i8")
+            specs.append({"name": name, "dtype": "utf8", "shape": list(arr.shape)})
+            chunks.append(lengths.tobytes() + b"".join(encoded))
+            continue
+        arr = np.ascontiguousarray(arr)
+        specs.append({"name": name, "dtype": arr.dtype.str, "shape": list(arr.shape)})
+        chunks.append(arr.tobytes())
+    meta_bytes = json.dumps({"meta": meta, "arrays": specs}, separators=(",", ":")).encode()
+    body = struct.pack("<I", len(meta_bytes)) + meta_bytes + b"".join(chunks)
+    tag_bytes = tag.encode("ascii").ljust(8, b"\0")
+    if len(tag_bytes) != 8:
+        msg = f"`tag` must be at most 8 ASCII characters; got {tag!r}"
+        raise ValueError(msg)
+    header = _HEADER.pack(MAGIC, CONTAINER_VERSION, tag_bytes, version, zlib.crc32(body), len(body))
+    return header + body
+
+
+def unpack_state(
+    blob: bytes, tag: str, version: int
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Check and decode bytes written by :func:`pack_state`.
+
+    Parameters
+    ----------
+    blob : bytes
+        The serialized state.
+    tag : str
+        The format tag the caller expects.
+    version : int
+        The highest format version the caller can read.
+
+    Returns
+    -------
+    (dict, dict)
+        The metadata and the arrays (read-only views copied into fresh arrays).
+
+    Raises
+    ------
+    StateFormatError
+        If the bytes are truncated, corrupt, of another format or of a newer version.
+
+    Examples
+    --------
+    >>> unpack_state(b"nonsense", "DEMO", 1)
+    Traceback (most recent call last):
+    ...
+    windowkit.core.serialization.StateFormatError: state bytes are too short (8 bytes) to hold a windowkit header
+    """
+    if not isinstance(blob, (bytes, bytearray, memoryview)):
+        msg = f"state must be bytes; got {type(blob).__name__}"
+        raise StateFormatError(msg)
+    blob = bytes(blob)
+    if len(blob) < _HEADER.size:
+        msg = f"state bytes are too short ({len(blob)} bytes) to hold a windowkit header"
+        raise StateFormatError(msg)
+    magic, container, tag_bytes, got_version, crc, length = _HEADER.unpack_from(blob)
+    if magic != MAGIC:
+        msg = f"state bytes do not start with the windowkit magic {MAGIC!r} (got {magic!r})"
+        raise StateFormatError(msg)
+    if container != CONTAINER_VERSION:
+        msg = f"unsupported windowkit container version {container}"
+        raise StateFormatError(msg)
+    got_tag = tag_bytes.rstrip(b"\0").decode("ascii", errors="replace")
+    if got_tag != tag:
+        msg = f"state bytes hold a {got_tag!r} object, not a {tag!r} object"
+        raise StateFormatError(msg)
+    if got_version > version:
+        msg = f"{tag} state has format version {got_version}; this windowkit reads up to {version}"
+        raise StateFormatError(msg)
+    body = blob[_HEADER.size :]
+    if len(body) != length:
+        msg = f"{tag} state is truncated or padded: body has {len(body)} bytes, header says {length}"
+        raise StateFormatError(msg)
+    if zlib.crc32(body) != crc:
+        msg = f"{tag} state is corrupt: checksum mismatch"
+        raise StateFormatError(msg)
+    try:
+        (meta_len,) = struct.unpack_from("<I", body)
+        decoded = json.loads(body[4 : 4 + meta_len])
+        offset = 4 + meta_len
+        arrays = {}
+        for spec in decoded["arrays"]:
+            if spec["dtype"] == "utf8":
+                arrays[spec["name"]], offset = _read_strings(body, offset, spec, tag)
+                continue
+            dtype = np.dtype(spec["dtype"])
+            count = int(np.prod(spec["shape"], dtype=np.int64))
+            nbytes = count * dtype.itemsize
+            if offset + nbytes > len(body):
+                msg = f"{tag} state is truncated in array {spec['name']!r}"
+                raise StateFormatError(msg)
+            arr = np.frombuffer(body, dtype=dtype, count=count, offset=offset)
+            arrays[spec["name"]] = arr.reshape(spec["shape"]).copy()
+            offset += nbytes
+        return decoded["meta"], arrays
+    except StateFormatError:
+        raise
+    except (ValueError, KeyError, TypeError, struct.error) as exc:
+        msg = f"{tag} state is corrupt: {exc}"
+        raise StateFormatError(msg) from exc
+
+
+def _read_strings(body: bytes, offset: int, spec: dict, tag: str) -> tuple[np.ndarray, int]:
+    count = int(np.prod(spec["shape"], dtype=np.int64))
+    if offset + 8 * count > len(body):
+        msg = f"{tag} state is truncated in array {spec['name']!r}"
+        raise StateFormatError(msg)
+    lengths = np.frombuffer(body, dtype="<i8", count=count, offset=offset)
+    offset += 8 * count
+    if lengths.min(initial=0) < 0 or offset + int(lengths.sum()) > len(body):
+        msg = f"{tag} state is truncated in array {spec['name']!r}"
+        raise StateFormatError(msg)
+    out = np.empty(count, dtype=object)
+    for i, n in enumerate(lengths.tolist()):
+        out[i] = body[offset : offset + n].decode("utf-8")
+        offset += n
+    return out.reshape(spec["shape"]), offset
