@@ -24,7 +24,7 @@ KEY = "key"
 """Name of the grouping column inside the core."""
 
 #: Logical column types an operator may declare in its output schema.
-COLUMN_TYPES = ("int64", "float64", "bool", "string", "timestamp")
+COLUMN_TYPES = ("int64", "float64", "bool", "string", "timestamp", "binary")
 
 
 class StreamOperator(ABC):
@@ -80,7 +80,7 @@ def empty_frame(schema: list[tuple[str, str]]) -> pd.DataFrame:
     [dtype('O'), dtype('int64')]
     """
     numpy_type = {"int64": "int64", "float64": "float64", "bool": "bool", "string": "object",
-                  "timestamp": "int64"}
+                  "timestamp": "int64", "binary": "object"}
     return pd.DataFrame({name: pd.Series([], dtype=numpy_type[kind]) for name, kind in schema})
 
 
