@@ -1,0 +1,275 @@
+"""Numba kernels shared by the exact algorithm and the two sketches.
+
+Items live in an open-addressing hash table (linear probing, backward-shift deletion) that maps
+the item's 64-bit hash to a stable *entry id*; per-entry fields are plain numpy arrays indexed by
+the id. Kernels run over a batch of ``(item hash, slot)`` rows already in non-decreasing slot
+order and stop early (returning the row to resume from) when an array must grow, so that all
+allocation happens in Python and the kernels stay simple.
+
+The sampling hash is ``h(d, t) = mix64(hash(d) ^ mix64(t ^ salt))`` with ``mix64`` the
+SplitMix64 finalizer (the same one :func:`windowkit.core.hashing.hash64` uses), so it is
+deterministic, seeded and process-independent; an instance samples ``(d, t)`` when
+``h(d, t) < tau * 2**64``.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_S30 = np.uint64(30)
+_S27 = np.uint64(27)
+_S31 = np.uint64(31)
+
+# scalar slots of the sliding state (an int64 array so that kernels can update them in place)
+N_USED, N_FREE, Q_HEAD, Q_TAIL, CUR_SLOT, HAVE_CUR, N_LIVE, N_NEW = range(8)
+
+
+@nb.njit(cache=True, inline="always")
+def mix64(x: np.uint64) -> np.uint64:  # pragma: no cover - compiled
+    z = x + _GOLDEN
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
+
+
+@nb.njit(cache=True)
+def hash_int64(values: np.ndarray, seed_mix: np.uint64) -> np.ndarray:  # pragma: no cover
+    """``hash64(values, seed)`` for int64 values, in one compiled pass."""
+    out = np.empty(values.size, dtype=np.uint64)
+    for i in range(values.size):
+        out[i] = mix64(np.uint64(values[i]) ^ seed_mix)
+    return out
+
+
+@nb.njit(cache=True)
+def sample_values(hashes, slots, salt):  # pragma: no cover - compiled
+    """``h(d, t)`` for every row (used by tests and the reference)."""
+    out = np.empty(hashes.size, dtype=np.uint64)
+    for i in range(hashes.size):
+        out[i] = mix64(hashes[i] ^ mix64(np.uint64(slots[i]) ^ salt))
+    return out
+
+
+@nb.njit(cache=True, inline="always")
+def _find(table, ekey, h):  # pragma: no cover - compiled
+    mask = table.size - 1
+    i = np.int64(h & np.uint64(mask))
+    while True:
+        e = table[i]
+        if e == 0:
+            return -1, i
+        if ekey[e - 1] == h:
+            return e - 1, i
+        i = (i + 1) & mask
+
+
+@nb.njit(cache=True)
+def _delete_at(table, ekey, pos):  # pragma: no cover - compiled
+    mask = table.size - 1
+    i = pos
+    j = pos
+    while True:
+        j = (j + 1) & mask
+        e = table[j]
+        if e == 0:
+            break
+        k = np.int64(ekey[e - 1] & np.uint64(mask))
+        # the entry at j may move to the hole at i unless its home k lies cyclically in (i, j]
+        if i <= j:
+            stays = i < k <= j
+        else:
+            stays = k > i or k <= j
+        if stays:
+            continue
+        table[i] = e
+        i = j
+    table[i] = 0
+
+
+@nb.njit(cache=True)
+def rehash(table, ekey, live):  # pragma: no cover - compiled
+    """Insert every live entry id into an empty ``table``."""
+    for e in range(live.size):
+        if live[e]:
+            _, pos = _find(table, ekey, ekey[e])
+            table[pos] = e + 1
+
+
+@nb.njit(cache=True)
+def fixed_update(
+    hashes, slots, start, table, ekey, ecount, elast, new_rows, n_entries, thr, all_pass, salt
+):  # pragma: no cover - compiled
+    """Algorithm 2 (or the naive algorithm when ``all_pass``) over rows ``start..``.
+
+    Returns ``(next_row, n_entries)``; ``next_row < len(hashes)`` asks the caller to grow.
+    """
+    limit = min(ekey.size, table.size // 2)
+    have = False
+    cur = np.int64(0)
+    slot_mix = np.uint64(0)
+    for i in range(start, hashes.size):
+        h = hashes[i]
+        t = slots[i]
+        e, pos = _find(table, ekey, h)
+        if e >= 0:
+            if elast[e] < t:
+                ecount[e] += 1
+                elast[e] = t
+            continue
+        if not all_pass:
+            if not have or t != cur:
+                have = True
+                cur = t
+                slot_mix = mix64(np.uint64(t) ^ salt)
+            if mix64(h ^ slot_mix) >= thr:
+                continue
+        if n_entries >= limit:
+            return i, n_entries
+        e = n_entries
+        n_entries += 1
+        ekey[e] = h
+        ecount[e] = 1
+        elast[e] = t
+        new_rows[e] = i
+        table[pos] = e + 1
+    return hashes.size, n_entries
+
+
+@nb.njit(cache=True)
+def sliding_expire(
+    limit, sc, table, ekey, ehead, ecount, efree, tslot, tnext, titem
+):  # pragma: no cover - compiled
+    """Algorithm 6: drop tuples with slot <= ``limit``; drop items left without tuples."""
+    qmask = tslot.size - 1
+    qhead = sc[Q_HEAD]
+    qtail = sc[Q_TAIL]
+    while qhead < qtail:
+        p = qhead & qmask
+        if tslot[p] > limit:
+            break
+        e = titem[p]
+        nxt = tnext[p]
+        ehead[e] = nxt
+        ecount[e] -= 1
+        if nxt == -1:
+            _, pos = _find(table, ekey, ekey[e])
+            _delete_at(table, ekey, pos)
+            ehead[e] = -2
+            efree[sc[N_FREE]] = e
+            sc[N_FREE] += 1
+            sc[N_LIVE] -= 1
+        qhead += 1
+    sc[Q_HEAD] = qhead
+
+
+@nb.njit(cache=True)
+def sliding_update(
+    hashes, slots, start, window, sc, table, ekey, elast, ehead, etail, ecount, efree,
+    tslot, tcount, tnext, titem, new_ids, new_rows, thr, all_pass, salt, exact,
+):  # pragma: no cover - compiled
+    """Algorithms 5 and 6 over rows ``start..``; returns the row to resume from.
+
+    Per item: one shared last-seen slot ``elast`` and a list of tuples ``(t', n_{d,t'})``
+    linked in slot order through ``tnext`` (sequence numbers into the ring ``tslot``...). With
+    ``exact`` every ``(d, t)`` opens a tuple and ``ecount`` (the list length) is the item's
+    persistence in the window, so the same structure is the naive sliding-window algorithm.
+    """
+    qmask = tslot.size - 1
+    elimit = min(ekey.size, table.size // 2)
+    slot_mix = np.uint64(0)
+    if sc[HAVE_CUR] == 1:
+        slot_mix = mix64(np.uint64(sc[CUR_SLOT]) ^ salt)
+    for i in range(start, hashes.size):
+        h = hashes[i]
+        t = slots[i]
+        if sc[HAVE_CUR] == 0 or t != sc[CUR_SLOT]:
+            sliding_expire(t - window, sc, table, ekey, ehead, ecount, efree, tslot, tnext, titem)
+            sc[CUR_SLOT] = t
+            sc[HAVE_CUR] = 1
+            slot_mix = mix64(np.uint64(t) ^ salt)
+        e, pos = _find(table, ekey, h)
+        if e >= 0 and elast[e] == t:
+            continue  # d already seen in slot t: Algorithm 5 changes nothing
+        sampled = all_pass or mix64(h ^ slot_mix) < thr
+        if sampled and sc[Q_TAIL] - sc[Q_HEAD] > qmask:
+            return i  # ring full
+        if e >= 0:
+            if not exact:
+                q = ehead[e]
+                while q != -1:
+                    p = q & qmask
+                    tcount[p] += 1
+                    q = tnext[p]
+            elast[e] = t
+            if sampled:
+                seq = sc[Q_TAIL]
+                p = seq & qmask
+                tslot[p] = t
+                tcount[p] = 1
+                tnext[p] = -1
+                titem[p] = e
+                tnext[etail[e] & qmask] = seq
+                etail[e] = seq
+                ecount[e] += 1
+                sc[Q_TAIL] = seq + 1
+            continue
+        if not sampled:
+            continue
+        if sc[N_FREE] == 0 and sc[N_USED] >= ekey.size:
+            return i
+        if sc[N_LIVE] >= elimit:
+            return i
+        if sc[N_FREE] > 0:
+            sc[N_FREE] -= 1
+            e = efree[sc[N_FREE]]
+        else:
+            e = sc[N_USED]
+            sc[N_USED] += 1
+        seq = sc[Q_TAIL]
+        p = seq & qmask
+        tslot[p] = t
+        tcount[p] = 1
+        tnext[p] = -1
+        titem[p] = e
+        sc[Q_TAIL] = seq + 1
+        ekey[e] = h
+        elast[e] = t
+        ehead[e] = seq
+        etail[e] = seq
+        ecount[e] = 1
+        table[pos] = e + 1
+        sc[N_LIVE] += 1
+        new_ids[sc[N_NEW]] = e
+        new_rows[sc[N_NEW]] = i
+        sc[N_NEW] += 1
+    return hashes.size
+
+
+@nb.njit(cache=True)
+def sliding_collect(order, ehead, tslot, tcount, tnext):  # pragma: no cover - compiled
+    """Flatten the tuple lists of the entries in ``order``: lengths, slots and counts."""
+    qmask = tslot.size - 1
+    lengths = np.zeros(order.size, dtype=np.int64)
+    total = 0
+    for k in range(order.size):
+        q = ehead[order[k]]
+        while q != -1:
+            lengths[k] += 1
+            total += 1
+            q = tnext[q & qmask]
+    out_slot = np.empty(total, dtype=np.int64)
+    out_count = np.empty(total, dtype=np.int64)
+    j = 0
+    for k in range(order.size):
+        q = ehead[order[k]]
+        while q != -1:
+            p = q & qmask
+            out_slot[j] = tslot[p]
+            out_count[j] = tcount[p]
+            j += 1
+            q = tnext[p]
+    return lengths, out_slot, out_count

@@ -1,0 +1,249 @@
+"""The one generic Spark adapter: run any core :class:`StreamOperator` on a DataFrame.
+
+Keys are hashed in the JVM into a fixed number of *shards*; each shard is one Spark group and
+one operator instance holding the state of many keys, so per-group Python overhead is paid per
+shard, not per key. Each shard's operator sits behind an
+:class:`~windowkit.core.operator.EventTimeRunner`, which orders rows by event time, applies the
+watermark and counts late rows.
+
+* Batch DataFrames: ``groupBy(shard).applyInPandas``; the whole input is one batch followed by
+  ``finish()`` (a bounded input has ended).
+* Streaming DataFrames: ``groupBy(shard).transformWithStateInPandas`` in event-time mode; the
+  runner's bytes live in one ValueState per shard and one event-time timer per shard fires when
+  the watermark will release buffered rows or settle output (the paper's punctuation).
+
+Rows that cannot be processed are never dropped: a row whose event time is null comes out with
+``rejected = "malformed"`` and a row behind the watermark with ``rejected = "late"``; ``detail``
+holds the row as JSON. Normal output rows have ``rejected`` null.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+
+from windowkit.core.operator import KEY, TIME, EventTimeRunner, StreamOperator, empty_frame
+
+SHARD = "wk_shard"  # no leading "__": TWS renames such columns positionally
+DETAIL = "wk_detail"
+REJECTED = "rejected"
+DETAIL_OUT = "detail"
+
+_SPARK_TYPES = {
+    "int64": T.LongType(),
+    "float64": T.DoubleType(),
+    "bool": T.BooleanType(),
+    "string": T.StringType(),
+    "timestamp": T.LongType(),  # int64 µs from Python; converted to TimestampType in the JVM
+    "binary": T.BinaryType(),
+}
+
+
+@dataclass(frozen=True)
+class OperatorJob:
+    """What the adapter needs to run an operator.
+
+    Parameters
+    ----------
+    factory : callable
+        Builds a fresh operator (must be picklable: a class or ``functools.partial``).
+    schema : list of (name, logical type)
+        The operator's output schema (see ``StreamOperator.output_schema``).
+    inputs : dict of str to Column
+        Columns to send to the operator besides ``key`` and ``time``, as Spark expressions.
+    """
+
+    factory: Callable[[], StreamOperator]
+    schema: list[tuple[str, str]]
+    inputs: dict[str, Column]
+
+    def spark_schema(self) -> T.StructType:
+        fields = [T.StructField(n, _SPARK_TYPES[t], True) for n, t in self.schema]
+        fields += [T.StructField(REJECTED, T.StringType(), True),
+                   T.StructField(DETAIL_OUT, T.StringType(), True)]
+        return T.StructType(fields)
+
+
+def run_operator(
+    df: DataFrame,
+    job: OperatorJob,
+    *,
+    time: str | Column,
+    key: str | Column | None,
+    shards: int | None = None,
+    late: str | None = None,
+) -> DataFrame:
+    """Run ``job``'s operator over ``df`` on batch or streaming DataFrames alike.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The input (``df.isStreaming`` selects the engine).
+    job : OperatorJob
+        The operator, its schema and its input columns.
+    time : str or Column
+        Event time: a timestamp, or an integer (taken as microseconds).
+    key : str, Column or None
+        Grouping key (cast to string for transport); None for one global key.
+    shards : int, optional
+        Spark groups the keys are hashed into; default ``spark.sql.shuffle.partitions``.
+        Keep it fixed for the life of a streaming checkpoint.
+    late : str, optional
+        Streaming only: watermark delay, e.g. ``"1 minute"``; rows older than the watermark
+        are reported as late.
+
+    Returns
+    -------
+    DataFrame
+        The operator's columns (``timestamp`` columns as Spark timestamps) plus ``rejected`` and
+        ``detail``.
+    """
+    spark = df.sparkSession
+    if shards is None:
+        shards = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    if shards < 1:
+        msg = f"`shards` must be an integer in [1, inf); got {shards!r}"
+        raise ValueError(msg)
+    time_col = F.col(time) if isinstance(time, str) else time
+    key_col = F.lit("") if key is None else (F.col(key) if isinstance(key, str) else key)
+    micros = _to_micros(df, time_col)
+    original = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
+    prepared = df.select(
+        F.pmod(F.xxhash64(key_col.cast("string")), F.lit(shards)).cast("int").alias(SHARD),
+        key_col.cast("string").alias(KEY),
+        micros.alias(TIME),
+        *[col.alias(name) for name, col in job.inputs.items()],
+        F.when(micros.isNull(), original).alias(DETAIL),
+    )
+    schema = job.spark_schema()
+    if df.isStreaming:
+        event_time = F.timestamp_micros(F.col(TIME))
+        prepared = prepared.withColumn("wk_event_time", event_time).withWatermark(
+            "wk_event_time", late or "0 seconds").drop("wk_event_time")
+        out = prepared.groupBy(SHARD).transformWithStateInPandas(
+            statefulProcessor=_RunnerProcessor(job.factory, list(job.inputs)),
+            outputStructType=schema,
+            outputMode="Append",
+            timeMode="EventTime",
+        )
+    else:
+        factory, names = job.factory, list(job.inputs)
+
+        def run_batch(pdf: pd.DataFrame) -> pd.DataFrame:
+            runner = EventTimeRunner(factory())
+            good, rejected = _split_malformed(pdf, names)
+            output, _ = runner.push(good)
+            return _to_spark_frame(pd.concat([output, runner.finish()], ignore_index=True),
+                                   rejected, runner.operator.output_schema)
+
+        out = prepared.groupBy(SHARD).applyInPandas(run_batch, schema)
+    for name, kind in job.schema:
+        if kind == "timestamp":
+            out = out.withColumn(name, F.timestamp_micros(F.col(name)))
+    return out
+
+
+def _to_micros(df: DataFrame, time_col: Column) -> Column:
+    dtype = df.select(time_col).schema.fields[0].dataType
+    if isinstance(dtype, (T.TimestampType, T.TimestampNTZType, T.DateType)):
+        return F.unix_micros(time_col.cast("timestamp"))
+    if isinstance(dtype, (T.IntegralType,)):
+        return time_col.cast("long")
+    if isinstance(dtype, T.StringType):
+        return F.unix_micros(F.try_to_timestamp(time_col))
+    msg = f"`time` must be a timestamp, date, integer or timestamp string column; got {dtype}"
+    raise ValueError(msg)
+
+
+def _split_malformed(pdf: pd.DataFrame, inputs: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    bad = pdf[TIME].isna().to_numpy()
+    rejected = pd.DataFrame({REJECTED: "malformed", DETAIL_OUT: pdf.loc[bad, DETAIL]})
+    good = pdf.loc[~bad, [KEY, TIME, *inputs]]
+    good[TIME] = good[TIME].astype(np.int64)
+    return good.reset_index(drop=True), rejected.reset_index(drop=True)
+
+
+def _late_frame(late: pd.DataFrame, inputs: list[str]) -> pd.DataFrame:
+    records = late[[KEY, TIME, *inputs]].to_dict(orient="records")
+    details = [json.dumps(r, default=_json_default) for r in records]
+    return pd.DataFrame({REJECTED: "late", DETAIL_OUT: details})
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, np.generic):
+        return value.item()
+    return str(value)
+
+
+def _to_spark_frame(
+    output: pd.DataFrame, rejected: pd.DataFrame, schema: list[tuple[str, str]]
+) -> pd.DataFrame:
+    names = [n for n, _ in schema]
+    output = output[names].assign(**{REJECTED: None, DETAIL_OUT: None})
+    if len(rejected):
+        filler = empty_frame(schema).reindex(range(len(rejected)))
+        rejected = pd.concat([filler, rejected.reset_index(drop=True)], axis=1)
+        output = pd.concat([output, rejected], ignore_index=True) if len(output) else rejected
+    return output
+
+
+class _RunnerProcessor(StatefulProcessor):
+    """transformWithStateInPandas processor holding one EventTimeRunner per shard."""
+
+    def __init__(self, factory: Callable[[], StreamOperator], inputs: list[str]) -> None:
+        self.factory = factory
+        self.inputs = inputs
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        schema = T.StructType([T.StructField("runner", T.BinaryType(), True)])
+        self.state = handle.getValueState("runner", schema)
+
+    def _load(self) -> EventTimeRunner:
+        if self.state.exists():
+            return EventTimeRunner.from_bytes(bytes(self.state.get()[0]))
+        return EventTimeRunner(self.factory())
+
+    def _save(self, runner: EventTimeRunner) -> None:
+        self.state.update((runner.to_bytes(),))
+        for timer in list(self.handle.listTimers()):
+            self.handle.deleteTimer(timer)
+        due = runner.next_timer()
+        if due is not None:
+            self.handle.registerTimer(-(-due // 1000))  # µs -> ms, rounded up
+
+    def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> Iterator:
+        runner = self._load()
+        frames = list(rows)
+        pdf = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        good, rejected = _split_malformed(pdf, self.inputs)
+        output, late = runner.push(good, _watermark_us(timerValues))
+        if len(late):
+            rejected = pd.concat([rejected, _late_frame(late, self.inputs)], ignore_index=True)
+        self._save(runner)
+        yield _to_spark_frame(output, rejected, runner.operator.output_schema)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator:
+        runner = self._load()
+        output, _ = runner.push(_NO_ROWS, _watermark_us(timerValues))
+        self._save(runner)
+        yield _to_spark_frame(output, pd.DataFrame(), runner.operator.output_schema)
+
+    def close(self) -> None:
+        pass
+
+
+_NO_ROWS = pd.DataFrame({KEY: pd.Series([], dtype=object), TIME: pd.Series([], dtype=np.int64)})
+
+
+def _watermark_us(timer_values) -> int | None:
+    wm = timer_values.getCurrentWatermarkInMs()
+    return wm * 1000 if wm is not None and wm > 0 else None
