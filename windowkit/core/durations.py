@@ -65,10 +65,10 @@ class Duration:
         --------
         >>> Duration.parse("1.5 minutes", "x").amount
         90000000
-        >>> Duration.parse("-3 rows", "min_duration")
+        >>> Duration.parse("-3 rows", "min_duration")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `min_duration` must be a positive duration like '3 rows' or '90 seconds'; got '-3 rows'
+        ValueError: `min_duration` must be a positive duration like '3 rows' or '90 seconds'; ...
         """
         if isinstance(value, Duration):
             result = value

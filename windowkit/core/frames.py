@@ -329,7 +329,7 @@ class ThresholdFramer(StreamOperator):
         --------
         >>> f = ThresholdFramer("1 rows", schedule=10)
         >>> _ = f.update(np.array([0, 10]), [True, True])
-        >>> f.advance(24).empty, f.advance(25)[["start", "end"]].values.tolist()
+        >>> f.advance(23).empty, f.advance(24)[["start", "end"]].values.tolist()
         (True, [[0, 20]])
         """
         deadline = self._deadlines()
@@ -494,7 +494,8 @@ class _Batch:
         self.n = len(slot)
 
     def run(self) -> pd.DataFrame:
-        st, spec, slot, time, codes, n = self.st, self.spec, self.slot, self.time, self.codes, self.n
+        st, spec, slot, time, codes = self.st, self.spec, self.slot, self.time, self.codes
+        n = self.n
         key_start = np.ones(n, dtype=bool)
         key_start[1:] = slot[1:] != slot[:-1]
         key_end = np.ones(n, dtype=bool)

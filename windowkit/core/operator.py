@@ -178,8 +178,9 @@ class EventTimeRunner:
         buffer = self._buffer if self._buffer is not None else pd.DataFrame()
         arrays = {f"col:{c}": buffer[c].to_numpy() for c in buffer.columns}
         arrays["operator"] = np.frombuffer(self.operator.to_bytes(), dtype=np.uint8)
+        operator_type = type(self.operator)
         meta = {
-            "operator_class": f"{type(self.operator).__module__}:{type(self.operator).__qualname__}",
+            "operator_class": f"{operator_type.__module__}:{operator_type.__qualname__}",
             "watermark": self.watermark,
             "late_rows": self.late_rows,
             "columns": list(buffer.columns),

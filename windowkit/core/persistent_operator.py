@@ -190,7 +190,7 @@ class PersistentItemsOperator(StreamOperator):
         bounds = np.flatnonzero(np.diff(slots)) + 1
         starts = np.concatenate([[0], bounds])
         ends = np.concatenate([bounds, [slots.size]])
-        for lo, hi in zip(starts.tolist(), ends.tolist()):
+        for lo, hi in zip(starts.tolist(), ends.tolist(), strict=False):
             slot = int(slots[lo])
             if self._open is None:
                 self._open = slot

@@ -107,10 +107,10 @@ def unpack_state(
 
     Examples
     --------
-    >>> unpack_state(b"nonsense", "DEMO", 1)
+    >>> unpack_state(b"nonsense", "DEMO", 1)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    windowkit.core.serialization.StateFormatError: state bytes are too short (8 bytes) to hold a windowkit header
+    windowkit.core.serialization.StateFormatError: state bytes are too short (8 bytes) ...
     """
     if not isinstance(blob, (bytes, bytearray, memoryview)):
         msg = f"state must be bytes; got {type(blob).__name__}"
@@ -135,7 +135,7 @@ def unpack_state(
         raise StateFormatError(msg)
     body = blob[_HEADER.size :]
     if len(body) != length:
-        msg = f"{tag} state is truncated or padded: body has {len(body)} bytes, header says {length}"
+        msg = f"{tag} state is truncated or padded: {len(body)} body bytes, header says {length}"
         raise StateFormatError(msg)
     if zlib.crc32(body) != crc:
         msg = f"{tag} state is corrupt: checksum mismatch"

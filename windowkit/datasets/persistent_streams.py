@@ -71,7 +71,8 @@ def expected_tuples(universe_size: int, n_slots: int, table: tuple = SYNTHETIC1)
     123402240
     """
     fractions, persistences = table
-    return universe_size * n_slots * sum(f * p for f, p in zip(fractions, persistences))
+    mean = sum(f * p for f, p in zip(fractions, persistences, strict=True))
+    return universe_size * n_slots * mean
 
 
 def grouped_stream(
@@ -102,7 +103,7 @@ def grouped_stream(
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     group_of = np.empty(universe_size, dtype=np.int8)
     item_parts, slot_parts = [], []
-    for g, (size, p) in enumerate(zip(sizes.tolist(), persistences)):
+    for g, (size, p) in enumerate(zip(sizes.tolist(), persistences, strict=False)):
         members = perm[offsets[g] : offsets[g + 1]]
         group_of[members - 1] = g
         if size == 0 or p <= 0:

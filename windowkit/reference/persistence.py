@@ -123,7 +123,7 @@ def paper_sliding_sketch(
             continue
         if h(d, t) < tau:
             sketch[(d, t)] = [1, t]
-        for (d2, t2), v in sketch.items():
+        for (d2, _t2), v in sketch.items():
             if d2 == d and v[1] < t:
                 v[0] += 1
                 v[1] = t

@@ -9,8 +9,13 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from windowkit.core.durations import Duration
-from windowkit.core.frames import OUTPUT_SCHEMA, VALUE, MissingPolicy, ThresholdFramer, \
-    ThresholdFrameSpec
+from windowkit.core.frames import (
+    OUTPUT_SCHEMA,
+    VALUE,
+    MissingPolicy,
+    ThresholdFramer,
+    ThresholdFrameSpec,
+)
 from windowkit.core.operator import KEY
 from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, run_operator
 
@@ -73,8 +78,20 @@ def threshold_frames(
 
     Examples
     --------
-    >>> frames = threshold_frames(readings, time="ts", when="loss_rate > 0.003", by="router",
-    ...                           min_duration="3 rows", schedule="30 seconds")  # doctest: +SKIP
+    Appendix B's stream (integer times), frames where Temperature > 32:
+
+    >>> temps = [30, 31, 33, 34, 30, 34, 33, 34, 35, 32]
+    >>> df = spark.createDataFrame([("s1", t, x) for t, x in enumerate(temps, 1)],
+    ...                            "sensor string, t long, temp int")
+    >>> frames = threshold_frames(df, time="t", when="temp > 32", by="sensor")
+    >>> frames.select("sensor", "start", "last", "end", "status").orderBy("start").show()
+    +------+-----+----+---+------+
+    |sensor|start|last|end|status|
+    +------+-----+----+---+------+
+    |    s1|    3|   4|  5| final|
+    |    s1|    6|   9| 10| final|
+    +------+-----+----+---+------+
+    <BLANKLINE>
     """
     spec = ThresholdFrameSpec.create(min_duration, missing, schedule, fragment_every)
     predicate = F.expr(when) if isinstance(when, str) else when
@@ -105,7 +122,10 @@ def split_rejected(result: DataFrame) -> tuple[DataFrame, DataFrame]:
 
     Examples
     --------
-    >>> frames, rejected = split_rejected(threshold_frames(df, "ts", "x > 1"))  # doctest: +SKIP
+    >>> df = spark.createDataFrame([(1, 5.0), (2, 7.0), (None, 9.0)], "t long, x double")
+    >>> frames, rejected = split_rejected(threshold_frames(df, "t", "x > 1"))
+    >>> frames.count(), rejected.select("status", "detail").first()
+    (1, Row(status='malformed', detail='{"x":9.0}'))
     """
     is_frame = F.col("status").isin(*FRAME_STATUSES)
     return result.filter(is_frame).drop(DETAIL_OUT), result.filter(~is_frame)

@@ -65,9 +65,10 @@ def windowkit_session(
 
     Examples
     --------
-    >>> spark = windowkit_session("local[2]")  # doctest: +SKIP
-    >>> spark.conf.get("spark.sql.session.timeZone")  # doctest: +SKIP
-    'UTC'
+    >>> session = windowkit_session("local[2]")
+    >>> session.conf.get("spark.sql.session.timeZone"), session.conf.get(
+    ...     "spark.sql.streaming.stateStore.providerClass").endswith("RocksDBStateStoreProvider")
+    ('UTC', True)
     """
     check_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

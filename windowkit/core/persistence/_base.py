@@ -88,6 +88,28 @@ class SlotStream:
             return K.hash_int64(items, self._seed_mix)
         return hash64(items, seed=self.config.seed)
 
+    def sample_hash(self, items: Any, slots: Any, instance: int = 0) -> np.ndarray:
+        """``h(d, t)`` of instance ``instance`` as uint64 (sampled when ``< tau * 2**64``).
+
+        Deterministic, seeded and process-independent; exposed for tests and oracles.
+
+        Examples
+        --------
+        >>> from windowkit.core.persistence import PersistentItemsSketch
+        >>> sk = PersistentItemsSketch(alpha=0.5, epsilon=0.1, n=10, seed=4)
+        >>> a = sk.sample_hash([1, 2], [0, 0]); b = sk.sample_hash([1, 2], [0, 0])
+        >>> bool((a == b).all()), a.dtype.name
+        (True, 'uint64')
+        """
+        items_arr, kind = normalize_items(items)
+        slots_arr = normalize_slots(slots, items_arr.size)
+        if kind == "int":
+            hashes = K.hash_int64(items_arr, self._seed_mix)
+        else:
+            hashes = hash64(items_arr, seed=self.config.seed)
+        salt = np.uint64(self.config.salts()[instance])
+        return K.sample_values(hashes, slots_arr, salt)
+
     def _set_kind(self, kind: str) -> None:
         if self._kind is None:
             self._kind = kind
@@ -289,7 +311,7 @@ class SlotStream:
         self._set_kind(other._kind)
         self._set_now(now)
         other._set_now(now)
-        for mine, theirs in zip(self._cores, other._cores):
+        for mine, theirs in zip(self._cores, other._cores, strict=False):
             a, b = mine.canonical(), theirs.canonical()
             common = np.intersect1d(a["key"], b["key"])
             if common.size:

@@ -13,8 +13,6 @@ import numpy as np
 
 from windowkit.core.persistence import _kernels as K
 
-_INT32_MAX = 2**31 - 1
-
 
 def _grow(arr: np.ndarray, size: int, fill: int | None = None) -> np.ndarray:
     out = np.empty(size, dtype=arr.dtype) if fill is None else np.full(size, fill, arr.dtype)
@@ -23,10 +21,11 @@ def _grow(arr: np.ndarray, size: int, fill: int | None = None) -> np.ndarray:
 
 
 def _table_for(n_live: int) -> np.ndarray:
+    """An empty table (interleaved ``[key, id + 1]`` pairs) at most half full for ``n_live``."""
     size = 16
     while size < 2 * max(n_live, 1) + 2:
         size *= 2
-    return np.zeros(size, dtype=np.int32)
+    return np.zeros(2 * size, dtype=np.uint64)
 
 
 class FixedCore:
@@ -37,7 +36,7 @@ class FixedCore:
         self.all_pass = all_pass
         self.salt = np.uint64(salt)
         self.n = 0
-        self.table = np.zeros(16, dtype=np.int32)
+        self.table = _table_for(0)
         self.ekey = np.zeros(8, dtype=np.uint64)
         self.ecount = np.zeros(8, dtype=np.int64)
         self.elast = np.zeros(8, dtype=np.int64)
@@ -66,11 +65,8 @@ class FixedCore:
             self.elast = _grow(self.elast, size)
             self.new_rows = _grow(self.new_rows, size)
             self.values = _grow(self.values, size)
-        if self.n >= self.table.size // 2:
-            if 2 * self.table.size > _INT32_MAX:
-                msg = "persistence state exceeds 2**30 tracked items"
-                raise MemoryError(msg)
-            self.table = np.zeros(2 * self.table.size, dtype=np.int32)
+        if self.n >= self.table.size // 4:
+            self.table = np.zeros(2 * self.table.size, dtype=np.uint64)
             live = np.zeros(self.ekey.size, dtype=np.bool_)
             live[: self.n] = True
             K.rehash(self.table, self.ekey, live)
@@ -115,18 +111,15 @@ class FixedCore:
 
 
 class SlidingCore:
-    """One instance of the sliding-window sketch; ``exact`` makes it the naive algorithm."""
+    """One instance of the sliding-window sketch; ``all_pass`` makes it the naive algorithm."""
 
-    def __init__(
-        self, window: int, thr: int, all_pass: bool, salt: int, exact: bool, kind: str | None
-    ) -> None:
+    def __init__(self, window: int, thr: int, all_pass: bool, salt: int, kind: str | None) -> None:
         self.window = window
         self.thr = np.uint64(thr)
-        self.all_pass = all_pass or exact
+        self.all_pass = all_pass
         self.salt = np.uint64(salt)
-        self.exact = exact
         self.sc = np.zeros(8, dtype=np.int64)
-        self.table = np.zeros(16, dtype=np.int32)
+        self.table = _table_for(0)
         self._alloc_entries(8, kind)
         self._alloc_ring(16)
 
@@ -136,6 +129,7 @@ class SlidingCore:
         self.ehead = np.full(size, -2, dtype=np.int64)
         self.etail = np.full(size, -1, dtype=np.int64)
         self.ecount = np.zeros(size, dtype=np.int64)
+        self.ecum = np.zeros(size, dtype=np.int64)
         self.efree = np.zeros(size, dtype=np.int32)
         self.new_ids = np.zeros(size, dtype=np.int32)
         self.new_rows = np.zeros(size, dtype=np.int64)
@@ -143,15 +137,15 @@ class SlidingCore:
 
     def _alloc_ring(self, size: int) -> None:
         self.tslot = np.zeros(size, dtype=np.int64)
-        self.tcount = np.zeros(size, dtype=np.int64)
+        self.tbase = np.zeros(size, dtype=np.int64)
         self.tnext = np.full(size, -1, dtype=np.int64)
         self.titem = np.zeros(size, dtype=np.int32)
 
     def _args(self) -> tuple:
         return (
             self.sc, self.table, self.ekey, self.elast, self.ehead, self.etail, self.ecount,
-            self.efree, self.tslot, self.tcount, self.tnext, self.titem, self.new_ids,
-            self.new_rows, self.thr, self.all_pass, self.salt, self.exact,
+            self.ecum, self.efree, self.tslot, self.tbase, self.tnext, self.titem, self.new_ids,
+            self.new_rows, self.thr, self.all_pass, self.salt,
         )
 
     def update(self, hashes: np.ndarray, slots: np.ndarray, items: np.ndarray) -> None:
@@ -175,12 +169,13 @@ class SlidingCore:
     def _grow(self) -> None:
         sc = self.sc
         if sc[K.Q_TAIL] - sc[K.Q_HEAD] >= self.tslot.size:
-            old = (self.tslot, self.tcount, self.tnext, self.titem)
+            old = (self.tslot, self.tbase, self.tnext, self.titem)
             seqs = np.arange(sc[K.Q_HEAD], sc[K.Q_TAIL], dtype=np.int64)
             src = seqs & (self.tslot.size - 1)
             self._alloc_ring(2 * self.tslot.size)
             dst = seqs & (self.tslot.size - 1)
-            for new, prev in zip((self.tslot, self.tcount, self.tnext, self.titem), old):
+            fresh = (self.tslot, self.tbase, self.tnext, self.titem)
+            for new, prev in zip(fresh, old, strict=True):
                 new[dst] = prev[src]
         if sc[K.N_FREE] == 0 and sc[K.N_USED] >= self.ekey.size:
             size = 2 * self.ekey.size
@@ -189,15 +184,13 @@ class SlidingCore:
             self.ehead = _grow(self.ehead, size, -2)
             self.etail = _grow(self.etail, size, -1)
             self.ecount = _grow(self.ecount, size, 0)
+            self.ecum = _grow(self.ecum, size, 0)
             self.efree = _grow(self.efree, size, 0)
             self.new_ids = _grow(self.new_ids, size, 0)
             self.new_rows = _grow(self.new_rows, size, 0)
             self.values = _grow(self.values, size)
-        if sc[K.N_LIVE] >= self.table.size // 2:
-            if 2 * self.table.size > _INT32_MAX:
-                msg = "persistence state exceeds 2**30 tracked items"
-                raise MemoryError(msg)
-            self.table = np.zeros(2 * self.table.size, dtype=np.int32)
+        if sc[K.N_LIVE] >= self.table.size // 4:
+            self.table = np.zeros(2 * self.table.size, dtype=np.uint64)
             K.rehash(self.table, self.ekey, self.ehead >= 0)
 
     def live_ids(self) -> np.ndarray:
@@ -207,7 +200,8 @@ class SlidingCore:
         """Keys, values, earliest tuple's ``n_{d,t'}`` and list length of every live item."""
         ids = self.live_ids()
         head = self.ehead[ids] & (self.tslot.size - 1)
-        return self.ekey[ids], self.values[ids], self.tcount[head], self.ecount[ids]
+        n_head = self.ecum[ids] - self.tbase[head] + 1
+        return self.ekey[ids], self.values[ids], n_head, self.ecount[ids]
 
     @property
     def tuples(self) -> int:
@@ -222,7 +216,7 @@ class SlidingCore:
         ids = self.live_ids()
         ids = ids[np.argsort(self.ekey[ids], kind="stable")]
         lengths, tslot, tcount = K.sliding_collect(
-            ids.astype(np.int64), self.ehead, self.tslot, self.tcount, self.tnext
+            ids.astype(np.int64), self.ehead, self.ecum, self.tslot, self.tbase, self.tnext
         )
         return {
             "key": self.ekey[ids], "last": self.elast[ids], "value": self.values[ids],
@@ -249,10 +243,12 @@ class SlidingCore:
         order = np.lexsort((owner, tslot))  # creation order: by slot
         seq_of = np.empty(total, dtype=np.int64)
         seq_of[order] = np.arange(total, dtype=np.int64)
-        self.tslot[seq_of] = tslot
-        self.tcount[seq_of] = arrays["tcount"]
-        self.titem[seq_of] = owner
         first = np.cumsum(lengths) - lengths
+        tcount = arrays["tcount"].astype(np.int64)
+        self.ecum[:n] = tcount[first]  # the earliest tuple has the largest n_{d,t'}
+        self.tslot[seq_of] = tslot
+        self.tbase[seq_of] = np.repeat(self.ecum[:n], lengths) - tcount + 1
+        self.titem[seq_of] = owner
         last = first + lengths - 1
         has_next = np.ones(total, dtype=bool)
         has_next[last] = False
@@ -271,8 +267,8 @@ class SlidingCore:
     def memory_bytes(self) -> int:
         arrays = (
             self.sc, self.table, self.ekey, self.elast, self.ehead, self.etail, self.ecount,
-            self.efree, self.new_ids, self.new_rows, self.values, self.tslot, self.tcount,
-            self.tnext, self.titem,
+            self.ecum, self.efree, self.new_ids, self.new_rows, self.values, self.tslot,
+            self.tbase, self.tnext, self.titem,
         )
         return sum(a.nbytes for a in arrays) + _object_bytes(self.values[self.live_ids()])
 

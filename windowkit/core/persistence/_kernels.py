@@ -55,39 +55,52 @@ def sample_values(hashes, slots, salt):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True, inline="always")
-def _find(table, ekey, h):  # pragma: no cover - compiled
-    mask = table.size - 1
+def _find(table, h):  # pragma: no cover - compiled
+    """Probe for ``h``: ``(entry id, position)`` or ``(-1, empty position)``.
+
+    ``table`` interleaves ``[key, entry id + 1]`` pairs (0 = empty) so that a probe touches one
+    cache line; most rows of a sketch belong to untracked items, whose probes end on an empty
+    pair without reading any entry array.
+    """
+    mask = (table.size >> 1) - 1
     i = np.int64(h & np.uint64(mask))
     while True:
-        e = table[i]
+        e = table[2 * i + 1]
         if e == 0:
             return -1, i
-        if ekey[e - 1] == h:
-            return e - 1, i
+        if table[2 * i] == h:
+            return np.int64(e) - 1, i
         i = (i + 1) & mask
 
 
+@nb.njit(cache=True, inline="always")
+def _put(table, pos, h, e):  # pragma: no cover - compiled
+    table[2 * pos] = h
+    table[2 * pos + 1] = np.uint64(e + 1)
+
+
 @nb.njit(cache=True)
-def _delete_at(table, ekey, pos):  # pragma: no cover - compiled
-    mask = table.size - 1
+def _delete_at(table, pos):  # pragma: no cover - compiled
+    mask = (table.size >> 1) - 1
     i = pos
     j = pos
     while True:
         j = (j + 1) & mask
-        e = table[j]
-        if e == 0:
+        if table[2 * j + 1] == 0:
             break
-        k = np.int64(ekey[e - 1] & np.uint64(mask))
-        # the entry at j may move to the hole at i unless its home k lies cyclically in (i, j]
+        k = np.int64(table[2 * j] & np.uint64(mask))
+        # the pair at j may move to the hole at i unless its home k lies cyclically in (i, j]
         if i <= j:
             stays = i < k <= j
         else:
             stays = k > i or k <= j
         if stays:
             continue
-        table[i] = e
+        table[2 * i] = table[2 * j]
+        table[2 * i + 1] = table[2 * j + 1]
         i = j
-    table[i] = 0
+    table[2 * i] = 0
+    table[2 * i + 1] = 0
 
 
 @nb.njit(cache=True)
@@ -95,8 +108,8 @@ def rehash(table, ekey, live):  # pragma: no cover - compiled
     """Insert every live entry id into an empty ``table``."""
     for e in range(live.size):
         if live[e]:
-            _, pos = _find(table, ekey, ekey[e])
-            table[pos] = e + 1
+            _, pos = _find(table, ekey[e])
+            _put(table, pos, ekey[e], e)
 
 
 @nb.njit(cache=True)
@@ -107,14 +120,14 @@ def fixed_update(
 
     Returns ``(next_row, n_entries)``; ``next_row < len(hashes)`` asks the caller to grow.
     """
-    limit = min(ekey.size, table.size // 2)
+    limit = min(ekey.size, table.size // 4)
     have = False
     cur = np.int64(0)
     slot_mix = np.uint64(0)
     for i in range(start, hashes.size):
         h = hashes[i]
         t = slots[i]
-        e, pos = _find(table, ekey, h)
+        e, pos = _find(table, h)
         if e >= 0:
             if elast[e] < t:
                 ecount[e] += 1
@@ -135,7 +148,7 @@ def fixed_update(
         ecount[e] = 1
         elast[e] = t
         new_rows[e] = i
-        table[pos] = e + 1
+        _put(table, pos, h, e)
     return hashes.size, n_entries
 
 
@@ -156,8 +169,8 @@ def sliding_expire(
         ehead[e] = nxt
         ecount[e] -= 1
         if nxt == -1:
-            _, pos = _find(table, ekey, ekey[e])
-            _delete_at(table, ekey, pos)
+            _, pos = _find(table, ekey[e])
+            _delete_at(table, pos)
             ehead[e] = -2
             efree[sc[N_FREE]] = e
             sc[N_FREE] += 1
@@ -168,18 +181,21 @@ def sliding_expire(
 
 @nb.njit(cache=True)
 def sliding_update(
-    hashes, slots, start, window, sc, table, ekey, elast, ehead, etail, ecount, efree,
-    tslot, tcount, tnext, titem, new_ids, new_rows, thr, all_pass, salt, exact,
+    hashes, slots, start, window, sc, table, ekey, elast, ehead, etail, ecount, ecum, efree,
+    tslot, tbase, tnext, titem, new_ids, new_rows, thr, all_pass, salt,
 ):  # pragma: no cover - compiled
     """Algorithms 5 and 6 over rows ``start..``; returns the row to resume from.
 
     Per item: one shared last-seen slot ``elast`` and a list of tuples ``(t', n_{d,t'})``
-    linked in slot order through ``tnext`` (sequence numbers into the ring ``tslot``...). With
-    ``exact`` every ``(d, t)`` opens a tuple and ``ecount`` (the list length) is the item's
-    persistence in the window, so the same structure is the naive sliding-window algorithm.
+    linked in slot order through ``tnext`` (sequence numbers into the ring ``tslot``). Rather
+    than adding 1 to every tuple of the list on each new slot of ``d`` (a cache-missing walk),
+    the item keeps ``ecum`` = distinct slots of ``d`` since it entered the table and each tuple
+    keeps ``tbase`` = ``ecum`` when it was opened, so ``n_{d,t'} = ecum - tbase + 1``.
+    ``ecount`` is the list length: with ``all_pass`` every ``(d, t)`` opens a tuple and
+    ``ecount`` is the item's persistence in the window (the naive sliding algorithm).
     """
     qmask = tslot.size - 1
-    elimit = min(ekey.size, table.size // 2)
+    elimit = min(ekey.size, table.size // 4)
     slot_mix = np.uint64(0)
     if sc[HAVE_CUR] == 1:
         slot_mix = mix64(np.uint64(sc[CUR_SLOT]) ^ salt)
@@ -191,25 +207,20 @@ def sliding_update(
             sc[CUR_SLOT] = t
             sc[HAVE_CUR] = 1
             slot_mix = mix64(np.uint64(t) ^ salt)
-        e, pos = _find(table, ekey, h)
+        e, pos = _find(table, h)
         if e >= 0 and elast[e] == t:
             continue  # d already seen in slot t: Algorithm 5 changes nothing
         sampled = all_pass or mix64(h ^ slot_mix) < thr
         if sampled and sc[Q_TAIL] - sc[Q_HEAD] > qmask:
             return i  # ring full
         if e >= 0:
-            if not exact:
-                q = ehead[e]
-                while q != -1:
-                    p = q & qmask
-                    tcount[p] += 1
-                    q = tnext[p]
+            ecum[e] += 1
             elast[e] = t
             if sampled:
                 seq = sc[Q_TAIL]
                 p = seq & qmask
                 tslot[p] = t
-                tcount[p] = 1
+                tbase[p] = ecum[e]
                 tnext[p] = -1
                 titem[p] = e
                 tnext[etail[e] & qmask] = seq
@@ -221,7 +232,7 @@ def sliding_update(
             continue
         if sc[N_FREE] == 0 and sc[N_USED] >= ekey.size:
             return i
-        if sc[N_LIVE] >= elimit:
+        if sc[N_LIVE] >= elimit or sc[N_NEW] >= new_ids.size:
             return i
         if sc[N_FREE] > 0:
             sc[N_FREE] -= 1
@@ -232,7 +243,7 @@ def sliding_update(
         seq = sc[Q_TAIL]
         p = seq & qmask
         tslot[p] = t
-        tcount[p] = 1
+        tbase[p] = 1
         tnext[p] = -1
         titem[p] = e
         sc[Q_TAIL] = seq + 1
@@ -241,7 +252,8 @@ def sliding_update(
         ehead[e] = seq
         etail[e] = seq
         ecount[e] = 1
-        table[pos] = e + 1
+        ecum[e] = 1
+        _put(table, pos, h, e)
         sc[N_LIVE] += 1
         new_ids[sc[N_NEW]] = e
         new_rows[sc[N_NEW]] = i
@@ -250,8 +262,8 @@ def sliding_update(
 
 
 @nb.njit(cache=True)
-def sliding_collect(order, ehead, tslot, tcount, tnext):  # pragma: no cover - compiled
-    """Flatten the tuple lists of the entries in ``order``: lengths, slots and counts."""
+def sliding_collect(order, ehead, ecum, tslot, tbase, tnext):  # pragma: no cover - compiled
+    """Flatten the tuple lists of the entries in ``order``: lengths, slots, ``n_{d,t'}``."""
     qmask = tslot.size - 1
     lengths = np.zeros(order.size, dtype=np.int64)
     total = 0
@@ -269,7 +281,7 @@ def sliding_collect(order, ehead, tslot, tcount, tnext):  # pragma: no cover - c
         while q != -1:
             p = q & qmask
             out_slot[j] = tslot[p]
-            out_count[j] = tcount[p]
+            out_count[j] = ecum[order[k]] - tbase[p] + 1
             j += 1
             q = tnext[p]
     return lengths, out_slot, out_count

@@ -73,7 +73,7 @@ class ExactPersistence(SlotStream):
     def _make_cores(self, kind: str) -> list[Any]:
         if self.config.window == "fixed":
             return [FixedCore(0, True, 0, kind)]
-        return [SlidingCore(self.config.n, 0, True, 0, True, kind)]
+        return [SlidingCore(self.config.n, 0, True, 0, kind)]
 
     def _check_slots(self, slots: Any) -> None:
         if self.config.window == "fixed":

@@ -82,7 +82,7 @@ class SlidingPersistentItemsSketch(SlotStream):
     def _make_cores(self, kind: str) -> list[SlidingCore]:
         thr, all_pass = self.config.sample_threshold
         return [
-            SlidingCore(self.config.n, thr, all_pass, salt, False, kind)
+            SlidingCore(self.config.n, thr, all_pass, salt, kind)
             for salt in self.config.salts()
         ]
 

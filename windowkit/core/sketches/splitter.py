@@ -105,51 +105,53 @@ class SplitterWindowCM(WindowedCountMin):
     tau = property(lambda self: self.config.tau, doc="Minimal relative sub-cell size.")
     mu = property(lambda self: self.config.mu, doc="Merge threshold of ERROR.")
 
-    def _init_state(self, capacity: int = 4) -> None:
-        cells = self.config.depth * self.config.width
-        self._q_init = np.zeros((cells, capacity), dtype=np.int64)
-        self._q_last = np.zeros((cells, capacity), dtype=np.int64)
-        self._q_cnt = np.zeros((cells, capacity), dtype=np.float64)
-        self._head = np.zeros(cells, dtype=np.int64)
-        self._size = np.zeros(cells, dtype=np.int64)
-        self._base = np.zeros(cells, dtype=np.int64)
-        self._counters = np.zeros(2, dtype=np.int64)
+    def _init_state(self, capacity: int = 64) -> None:
+        n_cells = self.config.depth * self.config.width
+        self._cells = np.full((n_cells, 5), -1, dtype=np.int64)  # head, tail, pred, size, base
+        self._cells[:, 3:] = 0
+        self._p_init = np.zeros(capacity, dtype=np.int64)
+        self._p_last = np.zeros(capacity, dtype=np.int64)
+        self._p_cnt = np.zeros(capacity, dtype=np.float64)
+        self._nxt = np.full(capacity, -1, dtype=np.int64)
+        self._free = np.zeros(capacity, dtype=np.int64)
+        self._meta = np.zeros(4, dtype=np.int64)  # splits, merges, n_free, used
+
+    def _pool(self) -> tuple[np.ndarray, ...]:
+        return (self._cells, self._p_init, self._p_last, self._p_cnt, self._nxt, self._free,
+                self._meta)
 
     @property
     def total_splits(self) -> int:
         """Number of splits performed so far (Listing 3.4 line 41)."""
-        return int(self._counters[0])
+        return int(self._meta[kern.SPLITS])
 
     @property
     def total_merges(self) -> int:
         """Number of merges performed so far (Listing 3.4 line 35)."""
-        return int(self._counters[1])
+        return int(self._meta[kern.MERGES])
 
     def n_subcells(self) -> int:
         """Live sub-cells in the whole matrix at step :attr:`now`."""
         self._expire_all()
-        return int(self._size.sum())
+        return int(self._cells[:, 3].sum())
 
     def n_splits(self) -> int:
         """The paper's number of splits ``s``: live sub-cells beyond one per non-empty cell."""
         self._expire_all()
-        return int(self._size.sum() - np.count_nonzero(self._size))
+        size = self._cells[:, 3]
+        return int(size.sum() - np.count_nonzero(size))
 
     def _expire_all(self) -> None:
-        n = self.config.window
-        kern.expire_all(self.now, n, self._q_init, self._q_last, self._head, self._size, self._base)
+        kern.expire_all(self.now, self.config.window, self._cells, self._p_init, self._p_last,
+                        self._nxt, self._free, self._meta)
 
     def _grow(self) -> None:
-        cells, cap = self._q_init.shape
-        idx = (self._head[:, None] + np.arange(cap)[None, :]) % cap
-        rows = np.arange(cells)[:, None]
-        new_cap = 2 * cap
-        for name in ("_q_init", "_q_last", "_q_cnt"):
+        cap = self._p_init.size
+        for name in ("_p_init", "_p_last", "_p_cnt", "_nxt", "_free"):
             old = getattr(self, name)
-            new = np.zeros((cells, new_cap), dtype=old.dtype)
-            new[:, :cap] = old[rows, idx]
+            new = np.full(2 * cap, -1 if name == "_nxt" else 0, dtype=old.dtype)
+            new[:cap] = old
             setattr(self, name, new)
-        self._head[:] = 0
 
     def _ingest(self, keys: np.ndarray, mix: bool, ticks: np.ndarray | None, first: int) -> None:
         cfg = self.config
@@ -160,8 +162,8 @@ class SplitterWindowCM(WindowedCountMin):
         while start < keys.size:
             start = kern.ingest_kernel(
                 keys, mix, smix, coeffs, cfg.width, t, start, cfg.window, cfg.threshold,
-                cfg.mu, self._q_init, self._q_last, self._q_cnt, self._head, self._size,
-                self._base, self._counters,
+                cfg.mu, self._cells, self._p_init, self._p_last, self._p_cnt, self._nxt,
+                self._free, self._meta,
             )
             if start < keys.size:
                 self._grow()
@@ -172,7 +174,8 @@ class SplitterWindowCM(WindowedCountMin):
     def _cell_values(self, cells: np.ndarray) -> np.ndarray:
         return kern.values_kernel(
             np.ascontiguousarray(cells, dtype=np.int64), self.now, self.config.window,
-            self._q_init, self._q_last, self._q_cnt, self._head, self._size, self._base,
+            self._cells, self._p_init, self._p_last, self._p_cnt, self._nxt, self._free,
+            self._meta,
         )
 
     def values(self) -> np.ndarray:
@@ -199,41 +202,54 @@ class SplitterWindowCM(WindowedCountMin):
     # canonical state: each cell's queue unrolled, oldest first
     def _state_arrays(self) -> dict[str, np.ndarray]:
         self._expire_all()
-        cells, cap = self._q_init.shape
-        idx = (self._head[:, None] + np.arange(cap)[None, :]) % cap
-        keep = np.arange(cap)[None, :] < self._size[:, None]
-        rows = np.broadcast_to(np.arange(cells)[:, None], idx.shape)
-        sel = (rows[keep], idx[keep])
+        size = self._cells[:, 3]
+        order = np.zeros(int(size.sum()), dtype=np.int64)
+        k = 0
+        for cell in np.flatnonzero(size):
+            rec = self._cells[cell, 0]
+            for _ in range(size[cell]):
+                order[k] = rec
+                rec = self._nxt[rec]
+                k += 1
         return {
-            "size": self._size.copy(),
-            "base": np.where(self._size > 0, self._base, 0),
-            "init": self._q_init[sel],
-            "last": self._q_last[sel],
-            "cnt": self._q_cnt[sel],
-            "counters": self._counters.copy(),
+            "size": size.copy(),
+            "base": np.where(size > 0, self._cells[:, 4], 0),
+            "init": self._p_init[order],
+            "last": self._p_last[order],
+            "cnt": self._p_cnt[order],
+            "counters": self._meta[:2].copy(),
         }
 
     def _load_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        cells = self.config.depth * self.config.width
+        n_cells = self.config.depth * self.config.width
         size = arrays["size"].astype(np.int64)
         total = int(size.sum())
-        if size.shape != (cells,) or size.min(initial=0) < 0:
+        if size.shape != (n_cells,) or size.min(initial=0) < 0:
             msg = "array 'size' does not match the matrix"
             raise ValueError(msg)
         if any(arrays[k].shape != (total,) for k in ("init", "last", "cnt")):
             msg = "sub-cell arrays do not match 'size'"
             raise ValueError(msg)
-        cap = max(4, int(size.max(initial=0)))
-        self._init_state(cap)
-        pos = np.arange(cap)[None, :] < size[:, None]
-        self._q_init[pos] = arrays["init"]
-        self._q_last[pos] = arrays["last"]
-        self._q_cnt[pos] = arrays["cnt"]
-        self._size = size
-        self._base = arrays["base"].astype(np.int64).reshape(cells)
-        self._counters = arrays["counters"].astype(np.int64).reshape(2)
+        self._init_state(max(64, 2 * total))
+        self._p_init[:total] = arrays["init"]
+        self._p_last[:total] = arrays["last"]
+        self._p_cnt[:total] = arrays["cnt"]
+        ends = np.cumsum(size)
+        starts = ends - size
+        nxt = np.arange(1, total + 1, dtype=np.int64)
+        nxt[ends[size > 0] - 1] = -1
+        self._nxt[:total] = nxt
+        live = size > 0
+        self._cells[:, 3] = size
+        self._cells[:, 4] = arrays["base"].astype(np.int64).reshape(n_cells)
+        self._cells[live, 0] = starts[live]
+        self._cells[live, 1] = ends[live] - 1
+        two = size >= 2
+        self._cells[two, 2] = ends[two] - 2
+        self._meta[:2] = arrays["counters"].astype(np.int64).reshape(2)
+        self._meta[kern.USED] = total
 
     def memory_bytes(self) -> int:
-        """Bytes allocated for the sub-cell rings and per-cell bookkeeping."""
-        arrays = (self._q_init, self._q_last, self._q_cnt, self._head, self._size, self._base)
-        return int(sum(a.nbytes for a in arrays))
+        """Bytes of the per-cell bookkeeping and of the sub-cells in use (pool high-water)."""
+        used = int(self._meta[kern.USED])
+        return int(self._cells.nbytes + used * (8 + 8 + 8 + 8))

@@ -1,0 +1,183 @@
+"""Throughput of the persistent-item sketches against the exact (naive) algorithm.
+
+Streams: Synthetic1 of the paper's Table 1 scaled to about 10 M ``(item, slot)`` tuples
+(``--tuples`` changes the size), in two shapes:
+
+* "paper": 2,880 slots (the paper's), universe ~39 k items; fixed window n = 2880 (the whole
+  stream), sliding window n = 288 (the paper's query window);
+* "wide": 288 slots, universe ~390 k items (a tenth of the paper's 4 M); both windows n = 288.
+
+Every algorithm gets the same treatment: one vectorized ``update`` per batch of ``--batch``
+rows (numpy + numba kernels sharing the same hash table; no per-tuple Python), JIT compiled
+before timing, median of ``--runs`` runs.
+
+* fixed window: ``PersistentItemsSketch`` vs ``ExactPersistence`` (one tuple per distinct item);
+* sliding window: ``SlidingPersistentItemsSketch`` vs ``ExactPersistence(window="sliding")``
+  (one tuple per distinct (item, slot) in the window).
+
+Logical space compression = exact tuples / sketch tuples (the paper: close to eps n / 2 for the
+sliding window). Items are int64, then IPv4 strings (hashed with pandas' SipHash first).
+
+The Spark-job row is added by the Spark layer: register a callable with
+:func:`register_spark_row` (or set ``SPARK_ROW``); it receives the stream and returns a dict
+with at least ``name`` and ``tuples_per_s``.
+
+    python bench/persistent_speed.py            # ~10 M tuples, 3 runs
+    python bench/persistent_speed.py --quick    # ~1 M tuples
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from windowkit.core.persistence import (
+    ExactPersistence,
+    PersistentItemsSketch,
+    SlidingPersistentItemsSketch,
+)
+from windowkit.datasets.persistent_streams import (
+    SYNTHETIC1,
+    PersistentStream,
+    expected_tuples,
+    synthetic1,
+    to_ipv4,
+)
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SHAPES = {"paper": (2880, 2880, 288), "wide": (288, 288, 288)}  # slots, fixed n, sliding n
+ALPHA, EPSILON = 0.5, 0.1
+TARGET = 20e6
+
+SPARK_ROW: Callable[[PersistentStream], dict[str, Any] | None] | None = None
+"""Hook for the Spark-job row (set by the Spark layer; ``None`` skips it)."""
+
+
+def register_spark_row(fn: Callable[[PersistentStream], dict[str, Any] | None]) -> None:
+    """Install the function that measures the Spark job on the same stream."""
+    global SPARK_ROW
+    SPARK_ROW = fn
+
+
+def make_algorithms(fixed_n: int, window: int) -> dict[str, Callable[[], Any]]:
+    return {
+        "fixed sketch": lambda: PersistentItemsSketch(ALPHA, EPSILON, fixed_n, seed=1),
+        "fixed exact": lambda: ExactPersistence(fixed_n, window="fixed"),
+        "sliding sketch": lambda: SlidingPersistentItemsSketch(ALPHA, EPSILON, window, seed=1),
+        "sliding exact": lambda: ExactPersistence(window, window="sliding"),
+    }
+
+
+def run_once(factory: Callable[[], Any], items: np.ndarray, slots: np.ndarray,
+             batch: int) -> tuple[float, Any]:
+    algo = factory()
+    start = time.perf_counter()
+    for lo in range(0, items.size, batch):
+        algo.update(items[lo:lo + batch], slots[lo:lo + batch])
+    return time.perf_counter() - start, algo
+
+
+def measure(items: np.ndarray, slots: np.ndarray, runs: int, batch: int, kind: str,
+            shape: str) -> list[dict[str, Any]]:
+    _, fixed_n, window_n = SHAPES[shape]
+    rows = []
+    for name, factory in make_algorithms(fixed_n, window_n).items():
+        run_once(factory, items[:2000], slots[:2000], batch)  # JIT / cache warm-up
+        times = []
+        for _ in range(runs):
+            elapsed, algo = run_once(factory, items, slots, batch)
+            times.append(elapsed)
+        med = statistics.median(times)
+        rows.append({
+            "shape": shape, "algorithm": name, "items": kind, "tuples": int(items.size),
+            "seconds_median": med, "seconds_all": times,
+            "tuples_per_s": items.size / med, "state_tuples": algo.num_tuples,
+            "memory_bytes": algo.memory_bytes(),
+            "reported": len(algo.persistent_items(ALPHA) if "exact" in name
+                            else algo.persistent_items()),
+        })
+    for window in ("fixed", "sliding"):
+        sketch = next(r for r in rows if r["algorithm"] == f"{window} sketch")
+        exact = next(r for r in rows if r["algorithm"] == f"{window} exact")
+        n = fixed_n if window == "fixed" else window_n
+        sketch["logical_compression"] = exact["state_tuples"] / max(1, sketch["state_tuples"])
+        sketch["eps_n_over_2"] = EPSILON * n / 2
+        sketch["memory_compression"] = exact["memory_bytes"] / max(1, sketch["memory_bytes"])
+        sketch["speedup_vs_exact"] = sketch["tuples_per_s"] / exact["tuples_per_s"]
+    return rows
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    head = (f"{'shape':<5} {'algorithm':<15} {'items':<5} {'M tuples/s':>10} {'state tuples':>12} "
+            f"{'MB':>8} {'reported':>8} {'SC (eps n/2)':>14} {'mem ratio':>9} {'vs exact':>8}")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        sc = (f"{r['logical_compression']:.1f} ({r['eps_n_over_2']:.1f})"
+              if "logical_compression" in r else "")
+        mem = f"{r['memory_compression']:.1f}" if "memory_compression" in r else ""
+        vs = f"{r['speedup_vs_exact']:.2f}x" if "speedup_vs_exact" in r else ""
+        print(f"{r['shape']:<5} {r['algorithm']:<15} {r['items']:<5} "
+              f"{r['tuples_per_s'] / 1e6:>10.1f} {r['state_tuples']:>12,} "
+              f"{r['memory_bytes'] / 1e6:>8.1f} {r['reported']:>8,} "
+              f"{sc:>14} {mem:>9} {vs:>8}")
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tuples", type=float, default=10e6)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=1_000_000)
+    parser.add_argument("--quick", action="store_true", help="1 M tuples, 3 runs")
+    parser.add_argument("--no-strings", action="store_true")
+    args = parser.parse_args(argv)
+    target = 1e6 if args.quick else args.tuples
+    rows: list[dict[str, Any]] = []
+    streams = {}
+    for shape, (n_slots, fixed_n, window_n) in SHAPES.items():
+        per_item = expected_tuples(1, n_slots, SYNTHETIC1)
+        stream = synthetic1(universe_size=int(round(target / per_item)), n_slots=n_slots,
+                            seed=42)
+        streams[shape] = stream
+        print(f"[{shape}] Synthetic1: {len(stream):,} tuples, {stream.universe_size:,} items, "
+              f"{n_slots} slots; fixed n={fixed_n}, sliding n={window_n}; alpha={ALPHA}, "
+              f"eps={EPSILON}; batches of {args.batch:,}; median of {args.runs} runs")
+        rows += measure(stream.items, stream.slots, args.runs, args.batch, "int", shape)
+        if not args.no_strings:
+            rows += measure(to_ipv4(stream.items), stream.slots, args.runs, args.batch, "ipv4",
+                            shape)
+    print_table(rows)
+    spark = SPARK_ROW(streams["paper"]) if SPARK_ROW is not None else None
+    result = {
+        "streams": {k: {"dataset": "Synthetic1", "tuples": len(v),
+                        "universe_size": v.universe_size, "n_slots": v.n_slots}
+                    for k, v in streams.items()},
+        "params": {"alpha": ALPHA, "epsilon": EPSILON, "shapes": SHAPES,
+                   "batch": args.batch, "runs": args.runs},
+        "rows": rows,
+        "spark": spark,
+        "target_tuples_per_s": TARGET,
+    }
+    ints = [r for r in rows if r["items"] == "int" and "sketch" in r["algorithm"]]
+    result["meets_target"] = all(r["tuples_per_s"] >= TARGET for r in ints)
+    result["sketches_not_slower_than_exact"] = all(r["speedup_vs_exact"] >= 1 for r in ints)
+    print(f"sketches >= {TARGET / 1e6:.0f} M tuples/s on int items: {result['meets_target']}; "
+          f"no slower than exact: {result['sketches_not_slower_than_exact']}")
+    if spark is None:
+        print("Spark-job row: not measured (no SPARK_ROW hook registered)")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / "persistent_speed.json"
+    out.write_text(json.dumps(result, indent=2))
+    print(f"wrote {out}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
