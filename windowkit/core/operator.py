@@ -140,12 +140,15 @@ class EventTimeRunner:
             if len(batch):
                 parts = [self._buffer, batch] if self._buffer is not None else [batch]
                 self._buffer = pd.concat(parts, ignore_index=True) if len(parts) > 1 else batch
-        outputs = []
-        if watermark is not None and (self.watermark is None or watermark > self.watermark):
-            outputs.append(self._release(watermark))
-            self.watermark = watermark
-            outputs.append(self.operator.advance(watermark))
-        return _concat(outputs, self.operator), late
+        return self.advance(watermark), late
+
+    def advance(self, watermark: int | None) -> pd.DataFrame:
+        """Apply ``watermark`` (if it moves forward): release rows it passes, settle output."""
+        if watermark is None or (self.watermark is not None and watermark <= self.watermark):
+            return self.operator.empty_output()
+        released = self._release(watermark)
+        self.watermark = watermark
+        return _concat([released, self.operator.advance(watermark)], self.operator)
 
     def finish(self) -> pd.DataFrame:
         """Release every buffered row and end the input."""

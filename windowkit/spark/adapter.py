@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
-from windowkit.core.operator import KEY, TIME, EventTimeRunner, StreamOperator, empty_frame
+from windowkit.core.operator import KEY, TIME, EventTimeRunner, StreamOperator
 
 SHARD = "wk_shard"  # no leading "__": TWS renames such columns positionally
 DETAIL = "wk_detail"
@@ -188,11 +188,16 @@ def _to_spark_frame(
 ) -> pd.DataFrame:
     names = [n for n, _ in schema]
     output = output[names].assign(**{REJECTED: None, DETAIL_OUT: None})
-    if len(rejected):
-        filler = empty_frame(schema).reindex(range(len(rejected)))
-        rejected = pd.concat([filler, rejected.reset_index(drop=True)], axis=1)
-        output = pd.concat([output, rejected], ignore_index=True) if len(output) else rejected
-    return output
+    if not len(rejected):
+        return output
+    # Rejected rows are rare: pad them with nulls and widen to object dtypes only then.
+    padded = {n: pd.Series([None] * len(rejected), dtype=object) for n in names}
+    padded[REJECTED] = rejected[REJECTED].to_numpy()
+    padded[DETAIL_OUT] = rejected[DETAIL_OUT].to_numpy()
+    padded = pd.DataFrame(padded)
+    if not len(output):
+        return padded
+    return pd.concat([output.astype(object), padded], ignore_index=True)
 
 
 class _RunnerProcessor(StatefulProcessor):
@@ -225,7 +230,11 @@ class _RunnerProcessor(StatefulProcessor):
         frames = list(rows)
         pdf = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
         good, rejected = _split_malformed(pdf, self.inputs)
-        output, late = runner.push(good, _watermark_us(timerValues))
+        # Spark's rule: a row is late if the watermark in force when its micro-batch starts
+        # has passed it, so apply this batch's watermark before admitting the rows.
+        settled = runner.advance(_watermark_us(timerValues))
+        output, late = runner.push(good)
+        output = pd.concat([settled, output], ignore_index=True) if len(settled) else output
         if len(late):
             rejected = pd.concat([rejected, _late_frame(late, self.inputs)], ignore_index=True)
         self._save(runner)
@@ -233,7 +242,7 @@ class _RunnerProcessor(StatefulProcessor):
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator:
         runner = self._load()
-        output, _ = runner.push(_NO_ROWS, _watermark_us(timerValues))
+        output = runner.advance(_watermark_us(timerValues))
         self._save(runner)
         yield _to_spark_frame(output, pd.DataFrame(), runner.operator.output_schema)
 
@@ -241,7 +250,6 @@ class _RunnerProcessor(StatefulProcessor):
         pass
 
 
-_NO_ROWS = pd.DataFrame({KEY: pd.Series([], dtype=object), TIME: pd.Series([], dtype=np.int64)})
 
 
 def _watermark_us(timer_values) -> int | None:

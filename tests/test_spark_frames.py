@@ -1,0 +1,232 @@
+"""threshold_frames on Spark equals the core framer: batch, streaming, restart, bad input."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from windowkit.core.frames import ThresholdFramer, predicate_codes
+from windowkit.datasets.routers import router_readings
+
+pytestmark = pytest.mark.spark
+
+PARAMS = {"min_duration": "3 rows", "schedule": "30 seconds", "missing": "satisfying",
+          "fragment_every": "10 rows"}
+FRAME_COLUMNS = ["router", "frame_id", "start", "end", "last", "n_tuples", "n_missing", "status"]
+
+
+def core_frames(readings: pd.DataFrame, finish: bool = True, **params) -> pd.DataFrame:
+    """The core framer on the rows in event-time order, as the Spark output's columns."""
+    rows = readings.sort_values("time", kind="stable")
+    framer = ThresholdFramer(**params)
+    out = framer.update(_micros(rows["time"]), predicate_codes(rows["loss_rate"] > 0.003),
+                        key=rows["router"].to_numpy())
+    if finish:
+        out = pd.concat([out, framer.finish()], ignore_index=True)
+    return canonical(out.rename(columns={"key": "router"}))
+
+
+def canonical(df: pd.DataFrame) -> pd.DataFrame:
+    df = df[FRAME_COLUMNS].copy()
+    for col in ("start", "end", "last"):
+        if not pd.api.types.is_integer_dtype(df[col]):
+            df[col] = pd.array(_micros_nullable(df[col]), dtype="Int64")
+    df = df.astype({"frame_id": "int64", "n_tuples": "int64", "n_missing": "int64",
+                    "start": "Int64", "end": "Int64", "last": "Int64", "router": object})
+    return df.sort_values(["router", "frame_id", "status", "last"]).reset_index(drop=True)
+
+
+def _micros(ts: pd.Series) -> np.ndarray:
+    return ts.dt.tz_convert("UTC").astype("datetime64[us, UTC]").astype("int64").to_numpy()
+
+
+def _micros_nullable(ts: pd.Series) -> list:
+    ts = pd.to_datetime(ts, utc=True)
+    return [None if pd.isna(t) else int(t.value // 1000) for t in ts]
+
+
+@pytest.fixture(scope="module")
+def readings() -> pd.DataFrame:
+    return router_readings(n_routers=6, n_reports=400, seed=3, mean_gap=60)
+
+
+def test_batch_threshold_frames_equal_the_core(spark, readings):
+    from windowkit.spark import split_rejected, threshold_frames
+
+    df = spark.createDataFrame(readings)
+    out = threshold_frames(df, "time", "loss_rate > 0.003", by="router", **PARAMS)
+    frames, rejected = split_rejected(out)
+    assert rejected.count() == 0
+    got = canonical(frames.toPandas())
+    expected = core_frames(readings, **PARAMS)
+    assert len(expected) > 20
+    pd.testing.assert_frame_equal(got, expected)
+
+
+def test_malformed_rows_are_quarantined_with_their_content(spark, readings):
+    from windowkit.spark import split_rejected, threshold_frames
+
+    bad = readings.head(3).assign(time=pd.NaT)
+    df = spark.createDataFrame(pd.concat([readings, bad], ignore_index=True))
+    frames, rejected = split_rejected(
+        threshold_frames(df, "time", "loss_rate > 0.003", by="router", **PARAMS))
+    rejected = rejected.toPandas()
+    assert rejected["status"].tolist() == ["malformed"] * 3
+    details = sorted(rejected["detail"])
+    routers = sorted(bad["router"])
+    assert [f'"router":"{r}"' in d for r, d in zip(routers, details, strict=True)] == [True] * 3
+    pd.testing.assert_frame_equal(canonical(frames.toPandas()), core_frames(readings, **PARAMS))
+
+
+def write_arrival_files(readings: pd.DataFrame, folder: str, n_files: int) -> pd.DataFrame:
+    """Write the rows in arrival order (with the dataset's disorder) as parquet files, then two
+    flush files: a 0-reading for every router far in the future (closes open frames), and one
+    row later still whose event time moves the watermark past the first flush."""
+    os.makedirs(folder, exist_ok=True)
+    far = readings["time"].max() + pd.Timedelta(hours=1)
+    flush = pd.DataFrame({"router": sorted(readings["router"].unique())})
+    flush = flush.assign(time=far, loss_rate=0.0)
+    mover = pd.DataFrame({"router": [flush["router"].iloc[0]],
+                          "time": [far + pd.Timedelta(hours=1)], "loss_rate": [0.0]})
+    pieces = np.array_split(readings, n_files) + [flush, mover]
+    for i, piece in enumerate(pieces):
+        piece = piece.astype({"time": "datetime64[us, UTC]"})
+        path = os.path.join(folder, f"part-{i:03d}.parquet")
+        piece.to_parquet(path, index=False)
+        order_files(path, i)
+    return pd.concat([readings, flush], ignore_index=True)
+
+
+def order_files(path, position: int) -> None:
+    """The file source reads files by modification time: make arrival order explicit."""
+    os.utime(path, (1_700_000_000 + position, 1_700_000_000 + position))
+
+
+def run_stream(spark, source: str, sink: str, checkpoint: str) -> None:
+    from windowkit.spark import threshold_frames
+
+    schema = spark.read.parquet(source).schema
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(source)
+    out = threshold_frames(stream, "time", "loss_rate > 0.003", by="router", late="10 minutes",
+                           **PARAMS)
+    query = (out.writeStream.format("parquet").option("path", sink)
+             .option("checkpointLocation", checkpoint).outputMode("append").start())
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+
+
+def test_streaming_over_files_equals_the_core_with_out_of_order_rows(spark, readings, tmp_path):
+    # The dataset moves 1% of the rows up to 5 reports (150 s) later in the files: within the
+    # 10-minute lateness, so the stream must give exactly the in-order core's frames.
+    assert not readings["time"].is_monotonic_increasing
+    fed = write_arrival_files(readings, str(tmp_path / "in"), n_files=4)
+    run_stream(spark, str(tmp_path / "in"), str(tmp_path / "out"), str(tmp_path / "ck"))
+    got = spark.read.parquet(str(tmp_path / "out")).toPandas()
+    assert (got["status"] != "late").all()
+    expected = core_frames(fed, finish=False, **PARAMS)
+    pd.testing.assert_frame_equal(canonical(got), expected)
+
+
+def test_a_query_restarted_on_its_checkpoint_gives_the_same_frames(spark, readings, tmp_path):
+    source = tmp_path / "in"
+    write_arrival_files(readings, str(tmp_path / "all"), n_files=4)
+    files = sorted(os.listdir(tmp_path / "all"))
+    os.makedirs(source)
+    for name in files[:3]:  # the first run sees only part of the input, then stops
+        shutil.copy2(tmp_path / "all" / name, source / name)
+    run_stream(spark, str(source), str(tmp_path / "out"), str(tmp_path / "ck"))
+    for name in files[3:]:  # more files arrive; the query restarts from its checkpoint
+        shutil.copy2(tmp_path / "all" / name, source / name)
+    run_stream(spark, str(source), str(tmp_path / "out"), str(tmp_path / "ck"))
+    restarted = canonical(spark.read.parquet(str(tmp_path / "out")).toPandas())
+    run_stream(spark, str(tmp_path / "all"), str(tmp_path / "out2"), str(tmp_path / "ck2"))
+    straight = canonical(spark.read.parquet(str(tmp_path / "out2")).toPandas())
+    assert len(straight) > 20
+    pd.testing.assert_frame_equal(restarted, straight)
+
+
+def test_rows_behind_the_watermark_come_out_as_late(spark, tmp_path):
+    from windowkit.spark import threshold_frames
+
+    source = tmp_path / "in"
+    os.makedirs(source)
+    t0 = pd.Timestamp("2024-01-01", tz="UTC")
+    batches = [
+        pd.DataFrame({"router": ["a"] * 3,
+                      "time": [t0 + pd.Timedelta(minutes=m) for m in (0, 1, 2)],
+                      "loss_rate": [0.01, 0.01, 0.0]}),
+        pd.DataFrame({"router": ["a"], "time": [t0 + pd.Timedelta(minutes=30)],
+                      "loss_rate": [0.0]}),
+        pd.DataFrame({"router": ["a"], "time": [t0 + pd.Timedelta(minutes=1, seconds=30)],
+                      "loss_rate": [0.02]}),
+    ]
+    for i, b in enumerate(batches):
+        b.astype({"time": "datetime64[us, UTC]"}).to_parquet(source / f"p{i}.parquet", index=False)
+        order_files(source / f"p{i}.parquet", i)
+    schema = spark.read.parquet(str(source)).schema
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(source))
+    out = threshold_frames(stream, "time", "loss_rate > 0.003", by="router", late="1 minute")
+    query = (out.writeStream.format("memory").queryName("late_rows_test")
+             .outputMode("append").start())
+    query.processAllAvailable()
+    query.stop()
+    got = spark.table("late_rows_test").toPandas()
+    late = got[got["status"] == "late"]
+    assert len(late) == 1 and "0.02" not in late["detail"].iloc[0]
+    assert '"time": 1704067290000000' in late["detail"].iloc[0]
+    finals = got[got["status"] == "final"]
+    assert finals[["n_tuples"]].values.tolist() == [[2]]
+
+
+def test_invalid_parameters_fail_before_spark_runs(spark, readings):
+    from windowkit.spark import threshold_frames
+
+    df = spark.createDataFrame(readings.head(5))
+    with pytest.raises(ValueError, match="`min_duration` must be a positive duration"):
+        threshold_frames(df, "time", "loss_rate > 0.003", min_duration="-2 rows")
+    with pytest.raises(ValueError, match="`shards` must be an integer in \\[1, inf\\); got 0"):
+        threshold_frames(df, "time", "loss_rate > 0.003", shards=0)
+    with pytest.raises(ValueError, match="`time` must be a timestamp"):
+        threshold_frames(df, "loss_rate", "loss_rate > 0.003")
+
+
+def test_importing_windowkit_does_not_import_pyspark():
+    code = ("import sys, windowkit, windowkit.core.frames, windowkit.core.operator, "
+            "windowkit.reference.frames, windowkit.datasets.routers; "
+            "print('pyspark' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout.strip() == "False"
+
+
+def test_pinned_pandas_works_with_apply_in_pandas_with_state(spark):
+    # pyspark 4.1.1's applyInPandasWithState failed here with pandas 3.1.1 (RecordBatch.slice
+    # TypeError); the pinned pandas must run it.
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    def count(key, pdfs, state):
+        total = sum(len(p) for p in pdfs) + (state.get[0] if state.exists else 0)
+        state.update((total,))
+        yield pd.DataFrame({"k": [key[0]], "n": [total]})
+
+    stream = (spark.readStream.format("rate").option("rowsPerSecond", 50).load()
+              .selectExpr("CAST(value % 3 AS STRING) AS k"))
+    out = stream.groupBy("k").applyInPandasWithState(
+        count, "k string, n long", "n long", "Update", GroupStateTimeout.NoTimeout)
+    query = out.writeStream.format("memory").queryName("apiws_test").outputMode("update").start()
+    try:
+        query.processAllAvailable()
+        while not spark.table("apiws_test").count():
+            query.processAllAvailable()
+    finally:
+        query.stop()
+    assert query.exception() is None
+    assert set(spark.table("apiws_test").toPandas()["k"]) <= {"0", "1", "2"}

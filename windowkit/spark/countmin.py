@@ -1,0 +1,724 @@
+"""Windowed Count-Min on Spark: DistCM sites as Spark shards, a Spark aggregation as coordinator.
+
+The distributed Count-Min of Rivetti, Busnel and Mostefaoui (Section 3.5, "DistCM") runs one
+windowed sketch per *site* and sends each site's count matrix to a coordinator every
+``epsilon * N`` samples; the coordinator sums the latest matrix of every site. Here:
+
+* :func:`windowed_count_min` assigns every row to one of ``shards`` sites and runs a windowed
+  sketch per site through the generic adapter (:func:`windowkit.spark.adapter.run_operator`,
+  ``applyInPandas`` on batch DataFrames, ``transformWithStateInPandas`` on streaming ones). Its
+  output is the snapshot stream: ``shard, seq, n_seen, time, sketch``.
+* :func:`merge_count_min` is the coordinator: the latest snapshot of each shard
+  (:func:`latest_snapshots`), summed by one Spark aggregation into a single Count-Min.
+* :func:`estimate_frequency` and :func:`heavy_hitters` query merged sketches.
+
+Items are hashed in the JVM with ``xxhash64`` (integral columns as ``long``, every other type as
+its string form), so only int64 keys reach Python; the core mixes them with its ``seed`` exactly as
+it mixes any int64 item. Querying therefore hashes the queried items with the same expression.
+
+Theorem 7 of the paper bounds what the coordinator misses: each site sends its matrix every
+``snapshot_every`` samples, so every cell of the merged matrix is within
+``shards * snapshot_every`` of the sum of the sites' current matrices (``k * epsilon * N`` with
+the default period ``ceil(epsilon * N)``); on a batch DataFrame each shard also emits a final
+snapshot of its current window, so the merged sketch is exact DistCM state at the end.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from windowkit.core.countmin_operator import ITEM, WindowedCountMinOperator
+from windowkit.core.durations import to_micros
+from windowkit.core.operator import TIME, StreamOperator
+from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
+from windowkit.core.sketches import (
+    CountMin,
+    PerfectWindowCM,
+    ProportionalWindowCM,
+    SimpleWindowCM,
+    SplitterWindowCM,
+)
+from windowkit.core.sketches._window import WindowedCountMin
+from windowkit.core.sketches.count_min import estimate_counts
+from windowkit.core.validation import check_choice, check_in_range, check_int
+from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, run_operator
+
+Algorithm = Literal["splitter", "proportional", "simple", "perfect"]
+"""The windowed variants: ``"splitter"``, ``"proportional"``, ``"simple"``, ``"perfect"``."""
+
+ALGORITHMS: dict[str, type[WindowedCountMin]] = {
+    "splitter": SplitterWindowCM,
+    "proportional": ProportionalWindowCM,
+    "simple": SimpleWindowCM,
+    "perfect": PerfectWindowCM,
+}
+
+SHARD = "shard"
+ITEM_KEY = "item_key"
+POSITION = "position"
+SNAPSHOT_COLUMNS = ["shard", "seq", "n_seen", "time", "sketch"]
+MERGED_COLUMNS = ["shards", "n_seen", "time", "window_count", "sketch"]
+_SITE = "wk_site"  # input column of the operator: the DistCM site of the row
+
+
+# ------------------------------------------------------------------ site assignment and hashing
+def item_key(col: str | Column, dtype: T.DataType | None = None) -> Column:
+    """The JVM hash of an item column, the int64 key the core sketches see.
+
+    Integral columns are hashed as ``long`` (so an ``int`` column and a Python ``int`` agree),
+    binary columns as bytes, every other type as its string form. Null items hash to ``42``
+    (Spark's seed) but are never counted: :func:`windowed_count_min` rejects them.
+
+    Parameters
+    ----------
+    col : str or Column
+        The item column.
+    dtype : DataType, optional
+        Its type; needed to normalise integral columns given as a Column.
+
+    Returns
+    -------
+    Column
+        A ``long`` column.
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(1, "1")], "i int, s string")
+    >>> df.select(item_key("i", df.schema["i"].dataType), item_key("s")).first()[:]
+    (-7001672635703045582, -928762887014768240)
+    """
+    column = F.col(col) if isinstance(col, str) else col
+    if isinstance(dtype, T.IntegralType) or isinstance(dtype, T.BooleanType):
+        column = column.cast("long")
+    elif isinstance(dtype, T.BinaryType):
+        pass
+    elif not isinstance(dtype, T.StringType):
+        column = column.cast("string")
+    return F.xxhash64(column)
+
+
+def _column_type(df: DataFrame, col: str | Column) -> T.DataType:
+    column = F.col(col) if isinstance(col, str) else col
+    return df.select(column).schema.fields[0].dataType
+
+
+def count_min_sites(
+    df: DataFrame,
+    item: str | Column,
+    time: str | Column | None = None,
+    by: str | Column | None = None,
+    shards: int | None = None,
+) -> DataFrame:
+    """``df`` with the columns :func:`windowed_count_min` derives: ``shard``, ``item_key`` and
+    ``position``.
+
+    * ``shard``: the DistCM site of the row, in ``[0, shards)``: ``pmod(xxhash64(by), shards)``
+      if ``by`` is given, else ``pmod(xxhash64(position, item_key), shards)`` (rows spread
+      evenly and deterministically over the sites).
+    * ``item_key``: :func:`item_key` of ``item``.
+    * ``position``: the order of the row within its site: ``time`` as given (rows are sorted by
+      it, ties in arrival order), or, without ``time`` (batch only),
+      ``monotonically_increasing_id()``, i.e. the order of the input partitions and of the rows
+      within them.
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([("a", 1), ("b", 2)], "item string, t long")
+    >>> sorted(r.shard for r in count_min_sites(df, "item", "t", shards=4).collect())
+    [0, 2]
+    """
+    shards = check_int("shards", _default_shards(df, shards), 1)
+    key, position, site = _site_columns(df, item, time, by, shards)
+    return df.withColumns({SHARD: site, ITEM_KEY: key, POSITION: position})
+
+
+def _site_columns(
+    df: DataFrame, item: str | Column, time: str | Column | None, by: str | Column | None,
+    shards: int,
+) -> tuple[Column, Column, Column]:
+    """``(item_key, position, shard)`` expressions (see :func:`count_min_sites`)."""
+    key = item_key(item, _column_type(df, item))
+    position = _position(df, time)
+    if by is None:
+        site = F.pmod(F.xxhash64(position, key), F.lit(shards))
+    else:
+        site = F.pmod(item_key(by, _column_type(df, by)), F.lit(shards))
+    return key, position, site.cast("int")
+
+
+def _default_shards(df: DataFrame, shards: int | None) -> Any:
+    if shards is None:
+        return int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    return shards
+
+
+def _position(df: DataFrame, time: str | Column | None) -> Column:
+    if time is not None:
+        return F.col(time) if isinstance(time, str) else time
+    if df.isStreaming:
+        msg = ("`time` is required for a streaming DataFrame (its rows have no order otherwise); "
+               "pass e.g. an ingestion timestamp column")
+        raise ValueError(msg)
+    return F.monotonically_increasing_id()
+
+
+_LABELS: dict[int, tuple[str, ...]] = {}
+
+
+def _routing_labels(spark: Any, shards: int) -> tuple[str, ...]:
+    """For each site ``s``, a string the adapter hashes into Spark group ``s``.
+
+    The adapter routes a row to group ``pmod(xxhash64(key), shards)``; giving site ``s`` the
+    key ``labels[s]`` makes group == site, so every site runs alone in its own group (no two
+    sites collide on one core).
+    """
+    if shards in _LABELS:
+        return _LABELS[shards]
+    found: dict[int, str] = {}
+    start, size = 0, 64 * shards + 64
+    while len(found) < shards:
+        ids = spark.range(start, start + size)
+        group = F.pmod(F.xxhash64(F.col("id").cast("string")), F.lit(shards)).alias("g")
+        for g, first in ids.select(group, "id").groupBy("g").agg(F.min("id")).collect():
+            found.setdefault(int(g), str(first))
+        start += size
+    _LABELS[shards] = tuple(found[s] for s in range(shards))
+    return _LABELS[shards]
+
+
+# ------------------------------------------------------------------ the per-shard operator
+class _ShardCountMinOperator(StreamOperator):
+    """One :class:`WindowedCountMinOperator` per site seen in a Spark group; snapshots carry the
+    site as ``shard``.
+
+    Engine-free (it only uses the core), it lives here because only the Spark layer routes sites.
+    """
+
+    FORMAT_TAG = "CMSHARDS"
+    FORMAT_VERSION = 1
+
+    def __init__(self, template: bytes) -> None:
+        self.template = bytes(template)
+        self.sites: dict[int, WindowedCountMinOperator] = {}
+
+    @property
+    def output_schema(self) -> list[tuple[str, str]]:
+        """``shard`` then the columns of :class:`WindowedCountMinOperator`."""
+        return [("shard", "int64"), ("seq", "int64"), ("n_seen", "int64"),
+                ("time", "timestamp"), ("sketch", "binary")]
+
+    def _site(self, site: int) -> WindowedCountMinOperator:
+        if site not in self.sites:
+            self.sites[site] = WindowedCountMinOperator.from_bytes(self.template)
+        return self.sites[site]
+
+    def process(self, batch: pd.DataFrame) -> pd.DataFrame:
+        """Feed each site's rows (in time order) to its sketch; return the snapshots due."""
+        if not len(batch):
+            return self.empty_output()
+        sites = batch[_SITE].to_numpy().astype(np.int64)
+        rows = pd.DataFrame({TIME: batch[TIME].to_numpy().astype(np.int64),
+                             ITEM: batch[ITEM].to_numpy().astype(np.int64)})
+        outs = []
+        for site in np.unique(sites):
+            part = rows if sites[0] == sites[-1] == site and (sites == site).all() else (
+                rows[sites == site].reset_index(drop=True))
+            outs.append(self._site(int(site)).process(part).assign(shard=int(site)))
+        return self._frame(outs)
+
+    def finish(self) -> pd.DataFrame:
+        """A final snapshot of every site's current window."""
+        return self._frame([self.sites[s].finish().assign(shard=s) for s in sorted(self.sites)])
+
+    def _frame(self, outs: list[pd.DataFrame]) -> pd.DataFrame:
+        outs = [o for o in outs if len(o)]
+        if not outs:
+            return self.empty_output()
+        out = pd.concat(outs, ignore_index=True)
+        return out[[c for c, _ in self.output_schema]].astype({"shard": "int64"})
+
+    def to_bytes(self) -> bytes:
+        """Serialize the template and every site's operator."""
+        arrays = {"template": np.frombuffer(self.template, dtype=np.uint8)}
+        for site, op in self.sites.items():
+            arrays[f"site:{site}"] = np.frombuffer(op.to_bytes(), dtype=np.uint8)
+        meta = {"sites": sorted(self.sites)}
+        return pack_state(self.FORMAT_TAG, self.FORMAT_VERSION, meta, arrays)
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> _ShardCountMinOperator:
+        """Rebuild from :meth:`to_bytes` output."""
+        meta, arrays = unpack_state(blob, cls.FORMAT_TAG, cls.FORMAT_VERSION)
+        try:
+            op = cls(arrays["template"].tobytes())
+            for site in meta["sites"]:
+                op.sites[int(site)] = WindowedCountMinOperator.from_bytes(
+                    arrays[f"site:{site}"].tobytes())
+        except (KeyError, TypeError) as exc:
+            msg = f"{cls.FORMAT_TAG} state is corrupt: {exc}"
+            raise StateFormatError(msg) from exc
+        return op
+
+
+def make_operator(
+    window: int,
+    *,
+    unit: str = "samples",
+    tick: str | int | None = None,
+    algorithm: str = "splitter",
+    epsilon: float = 0.01,
+    delta: float = 0.25,
+    snapshot_every: int | None = None,
+    seed: int = 0,
+    tau: float | None = None,
+    mu: float | None = None,
+) -> WindowedCountMinOperator:
+    """The core operator one site of :func:`windowed_count_min` runs (validates parameters).
+
+    Tests and users can run it on the rows of one shard (``count_min_sites``) to reproduce the
+    Spark result with the core alone.
+
+    Examples
+    --------
+    >>> op = make_operator(1000, algorithm="proportional", epsilon=0.01, delta=0.25)
+    >>> type(op.sketch).__name__, op.sketch.depth, op.sketch.width, op.snapshot_every
+    ('ProportionalWindowCM', 2, 272, 10)
+    >>> make_operator(1000, epsilon=1.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: `epsilon` must be in (0, 1); got 1.5
+    """
+    check_choice("algorithm", algorithm, tuple(ALGORITHMS))
+    check_choice("unit", unit, ("samples", "ticks"))
+    check_in_range("epsilon", epsilon, 0, 1, low_open=True, high_open=True)
+    check_in_range("delta", delta, 0, 1, low_open=True, high_open=True)
+    check_int("window", window, 1, 2**62)
+    params: dict[str, float] = {}
+    for name, value in (("tau", tau), ("mu", mu)):
+        if value is not None:
+            if algorithm != "splitter":
+                msg = (f"`{name}` is a parameter of algorithm='splitter'; "
+                       f"got algorithm={algorithm!r}")
+                raise ValueError(msg)
+            params[name] = value
+    if unit == "ticks":
+        if tick is None:
+            msg = "`tick` is required with unit='ticks' (e.g. tick='1 second')"
+            raise ValueError(msg)
+        tick_micros: int | None = to_micros(tick, "tick")
+    elif tick is not None:
+        msg = f"`tick` is only for unit='ticks'; got tick={tick!r} with unit={unit!r}"
+        raise ValueError(msg)
+    else:
+        tick_micros = None
+    sketch = ALGORITHMS[algorithm].from_error(epsilon, delta, window=window, seed=seed,
+                                              unit=unit, **params)
+    return WindowedCountMinOperator(sketch, snapshot_every, tick_micros)
+
+
+# ------------------------------------------------------------------ public functions
+def windowed_count_min(
+    df: DataFrame,
+    item: str | Column,
+    time: str | Column | None = None,
+    *,
+    window: int,
+    unit: Literal["samples", "ticks"] = "samples",
+    tick: str | int | None = None,
+    algorithm: Algorithm = "splitter",
+    epsilon: float = 0.01,
+    delta: float = 0.25,
+    by: str | Column | None = None,
+    shards: int | None = None,
+    snapshot_every: int | None = None,
+    late: str | None = "1 minute",
+    seed: int = 0,
+    tau: float | None = None,
+    mu: float | None = None,
+) -> DataFrame:
+    """Windowed Count-Min per shard (DistCM sites): the snapshot stream of every site.
+
+    Each of ``shards`` sites keeps a windowed Count-Min over *its own* last ``window`` items (or
+    ticks) and emits its count matrix every ``snapshot_every`` samples; on a batch DataFrame it
+    also emits a final snapshot at the end of the input. Merge them with
+    :func:`merge_count_min`.
+
+    Shards and "the last N items": with ``by`` (a site id such as a router), rows are routed by
+    a hash of ``by`` and each site's window is that site's last ``N`` items, the paper's model
+    (the merged sketch covers the union of the sites' windows). Without ``by`` the rows of one
+    logical stream are spread evenly over the shards by a hash of ``(position, item)``; each
+    shard then sees about ``1/shards`` of the stream, so with ``unit="samples"`` the union of
+    the shards' windows is about the last ``shards * N`` items of the whole stream: pass
+    ``window = N // shards`` to approximate the global last ``N``. With ``unit="ticks"`` the
+    union is exactly the last ``N`` ticks whatever the routing.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Batch or streaming input.
+    item : str or Column
+        The items (hashed in the JVM, see :func:`item_key`). Null items are not counted: they
+        come out with ``rejected = "malformed"``.
+    time : str or Column, optional
+        Event time (timestamp, or integer microseconds); rows are processed in its order and
+        ticks are ``time // tick``. Required for streaming DataFrames and for
+        ``unit="ticks"``. Without it (batch, count-based), rows keep the order of the input
+        partitions (``monotonically_increasing_id``) and ``time`` in the output is null.
+    window : int
+        ``N``, the window in samples (``unit="samples"``) or ticks (``unit="ticks"``), per site.
+    unit : {"samples", "ticks"}
+        Count-based or time-based window.
+    tick : str or int, optional
+        Tick length for ``unit="ticks"``: ``"1 second"``, or an integer in the unit of an
+        integer ``time`` column (microseconds).
+    algorithm : {"splitter", "proportional", "simple", "perfect"}
+        The windowed variant (``"perfect"`` stores the window: O(N) memory per site).
+    epsilon, delta : float
+        In (0, 1): ``ceil(e / epsilon)`` columns and ``ceil(log2(1 / delta))`` rows.
+    by : str or Column, optional
+        Site id column; rows are routed to ``pmod(xxhash64(by), shards)``.
+    shards : int, optional
+        Number of sites ``k`` (default ``spark.sql.shuffle.partitions``); each runs in its own
+        Spark group. Keep it fixed for the life of a streaming checkpoint.
+    snapshot_every : int, optional
+        Snapshot period in samples; default ``ceil(epsilon' * N)`` with ``epsilon' = e / width``
+        (the paper's DistCM period).
+    late : str, optional
+        Streaming only: watermark delay; rows behind the watermark come out with
+        ``rejected = "late"`` and are not counted.
+    seed : int
+        Hash seed of the sketches (sketches merge only with equal seeds).
+    tau, mu : float, optional
+        Splitter's parameters (paper defaults 0.05 and 1.5).
+
+    Returns
+    -------
+    DataFrame
+        ``shard`` (int), ``seq``, ``n_seen`` (samples consumed by the shard), ``time`` (of the
+        last sample consumed; the input's type), ``sketch`` (a :class:`CountMin` as bytes),
+        ``rejected`` and ``detail`` (null, or ``"malformed"``/``"late"`` and the row as JSON).
+
+    Raises
+    ------
+    ValueError
+        On a bad parameter, naming it (before any Spark job runs).
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(i % 3, i) for i in range(12)], "item int, t long")
+    >>> snaps = windowed_count_min(df, "item", "t", window=6, shards=2, snapshot_every=4,
+    ...                            algorithm="perfect")
+    >>> snaps.groupBy("shard").agg(F.max("n_seen")).orderBy("shard").collect()
+    [Row(shard=0, max(n_seen)=5), Row(shard=1, max(n_seen)=7)]
+    >>> estimate_frequency(merge_count_min(snaps), df.select("item").distinct(), "item"
+    ...                    ).orderBy("item").collect()
+    [Row(item=0, estimate=4), Row(item=1, estimate=3), Row(item=2, estimate=4)]
+    """
+    template = make_operator(window, unit=unit, tick=tick, algorithm=algorithm, epsilon=epsilon,
+                             delta=delta, snapshot_every=snapshot_every, seed=seed, tau=tau,
+                             mu=mu)
+    if unit == "ticks" and time is None:
+        msg = "`time` is required with unit='ticks'"
+        raise ValueError(msg)
+    shards = check_int("shards", _default_shards(df, shards), 1)
+    item_col = F.col(item) if isinstance(item, str) else item
+    key, position, site = _site_columns(df, item, time, by, shards)
+    labels = _routing_labels(df.sparkSession, shards)
+    routing = F.element_at(F.array(*[F.lit(x) for x in labels]), site + 1)
+    job = OperatorJob(
+        factory=functools.partial(_ShardCountMinOperator, template.to_bytes()),
+        schema=_ShardCountMinOperator(b"").output_schema,
+        inputs={ITEM: key, _SITE: site.cast("long")},
+    )
+    event_time = F.when(item_col.isNotNull(), position)
+    out = run_operator(df, job, time=event_time, key=routing, shards=shards, late=late)
+    out = out.withColumn(SHARD, F.col(SHARD).cast("int"))
+    if time is None:
+        out = out.withColumn("time", F.lit(None).cast("timestamp"))
+    elif isinstance(_column_type(df, time), T.IntegralType):
+        out = out.withColumn("time", F.unix_micros(F.col("time")))
+    return out.select(*SNAPSHOT_COLUMNS, REJECTED, DETAIL_OUT)
+
+
+def latest_snapshots(snapshots: DataFrame) -> DataFrame:
+    """The latest snapshot (highest ``seq``) of every shard; rejected rows are dropped.
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(i, i) for i in range(10)], "item long, t long")
+    >>> snaps = windowed_count_min(df, "item", "t", window=5, shards=1, snapshot_every=3)
+    >>> latest_snapshots(snaps).select("shard", "seq", "n_seen").collect()
+    [Row(shard=0, seq=3, n_seen=10)]
+    """
+    if REJECTED in snapshots.columns:
+        snapshots = snapshots.filter(F.col(REJECTED).isNull())
+    newest = F.max_by(F.struct(*SNAPSHOT_COLUMNS), F.col("seq")).alias("s")
+    return snapshots.groupBy(SHARD).agg(newest).select("s.*")
+
+
+def merge_count_min(snapshots: DataFrame) -> DataFrame:
+    """The DistCM coordinator: sum the latest count matrix of every shard into one sketch.
+
+    A Spark aggregation (:func:`latest_snapshots`, then one group summing the matrices in
+    pandas; matrices are small, ``depth x width`` cells per shard). Batch DataFrames only. On a
+    stream, run it in ``foreachBatch`` over the union of the previous latest snapshots and the
+    new ones, e.g.::
+
+        state = {"latest": None}
+
+        def coordinate(batch, batch_id):
+            if state["latest"] is not None:
+                batch = state["latest"].unionByName(batch)
+            state["latest"] = latest_snapshots(batch).localCheckpoint()
+            merged = merge_count_min(state["latest"])
+            ...  # estimate_frequency(merged, ...), heavy_hitters(state["latest"], ...)
+
+        snapshots.writeStream.foreachBatch(coordinate).start()
+
+    Parameters
+    ----------
+    snapshots : DataFrame
+        Output of :func:`windowed_count_min` (or any rows with its snapshot columns).
+
+    Returns
+    -------
+    DataFrame
+        One row: ``shards`` (number of shards merged), ``n_seen`` (their samples), ``time``
+        (latest snapshot time), ``window_count`` (estimated items in the merged window: the mean
+        row sum of the matrix), ``sketch`` (the merged :class:`CountMin` as bytes). No row if
+        there is no snapshot.
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([("a",), ("b",), ("a",), ("c",)], "item string")
+    >>> snaps = windowed_count_min(df, "item", window=10, shards=2, algorithm="simple")
+    >>> merge_count_min(snaps).select("shards", "n_seen", "window_count").collect()
+    [Row(shards=2, n_seen=4, window_count=4.0)]
+    """
+    _require_batch(snapshots, "snapshots")
+    latest = latest_snapshots(snapshots)
+    schema = T.StructType([
+        T.StructField("shards", T.LongType()), T.StructField("n_seen", T.LongType()),
+        T.StructField("time", latest.schema["time"].dataType),
+        T.StructField("window_count", T.DoubleType()), T.StructField("sketch", T.BinaryType()),
+    ])
+    return latest.groupBy(F.lit(0).alias("wk_all")).applyInPandas(_merge_frame, schema)
+
+
+def _merge_frame(pdf: pd.DataFrame) -> pd.DataFrame:
+    merged = _sum_sketches(pdf["sketch"])
+    return pd.DataFrame({
+        "shards": [len(pdf)], "n_seen": [int(pdf["n_seen"].sum())],
+        "time": [pdf["time"].max()], "window_count": [_window_count(merged)],
+        "sketch": [merged.to_bytes()],
+    })
+
+
+def _sum_sketches(blobs: pd.Series) -> CountMin:
+    sketches = [CountMin.from_bytes(bytes(b)) for b in blobs]
+    total = sketches[0]
+    for other in sketches[1:]:
+        total.merge(other)
+    return total
+
+
+def _window_count(cm: CountMin) -> float:
+    return float(np.asarray(cm.counts, dtype=np.float64).sum(axis=1).mean())
+
+
+def _require_batch(df: DataFrame, name: str) -> None:
+    if df.isStreaming:
+        msg = (f"`{name}` must be a batch DataFrame; on a stream call this function inside "
+               "foreachBatch (see merge_count_min)")
+        raise ValueError(msg)
+
+
+def _sketch_bytes(sketch: bytes | CountMin | DataFrame) -> bytes:
+    if isinstance(sketch, CountMin):
+        return sketch.to_bytes()
+    if isinstance(sketch, (bytes, bytearray, memoryview)):
+        blob = bytes(sketch)
+        CountMin.from_bytes(blob)  # a clear error now rather than in an executor
+        return blob
+    if isinstance(sketch, DataFrame):
+        _require_batch(sketch, "sketch")
+        rows = sketch.select("sketch").limit(2).collect()
+        if len(rows) != 1:
+            msg = f"`sketch` must hold exactly one sketch row; got {len(rows)}+ rows"
+            raise ValueError(msg)
+        return bytes(rows[0][0])
+    msg = f"`sketch` must be bytes, a CountMin or a DataFrame; got {type(sketch).__name__}"
+    raise ValueError(msg)
+
+
+def estimate_frequency(
+    sketch: bytes | CountMin | DataFrame,
+    items: DataFrame,
+    item: str,
+    name: str = "estimate",
+) -> DataFrame:
+    """Add the estimated window frequency of each row's item, from a merged sketch.
+
+    Estimates are rounded, never negative, and never below the true count of the sketch's
+    window for Perfect and Simple (Count-Min overestimates); null items get null.
+
+    Parameters
+    ----------
+    sketch : bytes, CountMin or DataFrame
+        A sketch, its bytes, or a one-row DataFrame with a ``sketch`` column (the output of
+        :func:`merge_count_min`, or one snapshot row).
+    items : DataFrame
+        Rows to annotate (batch or streaming).
+    item : str
+        The item column, of the same kind of values as the sketched column (integers are
+        compared as integers, anything else as strings).
+    name : str
+        The new column's name.
+
+    Returns
+    -------
+    DataFrame
+        ``items`` plus a ``long`` column ``name``.
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(x,) for x in [5, 5, 7]], "item long")
+    >>> merged = merge_count_min(windowed_count_min(df, "item", window=10, shards=2))
+    >>> q = spark.createDataFrame([(5,), (7,), (8,), (None,)], "item int")
+    >>> [tuple(r) for r in estimate_frequency(merged, q, "item").collect()]
+    [(5, 2), (7, 1), (8, 0), (None, None)]
+    """
+    blob = _sketch_bytes(sketch)
+
+    @F.pandas_udf("long")
+    def _estimate(keys: pd.Series) -> pd.Series:
+        cm = _decoded(blob)
+        return pd.Series(cm.estimate(keys.to_numpy().astype(np.int64)), index=keys.index)
+
+    key = item_key(item, _column_type(items, item))
+    return items.withColumn(name, F.when(F.col(item).isNotNull(), _estimate(key)))
+
+
+@functools.lru_cache(maxsize=8)
+def _decoded(blob: bytes) -> CountMin:
+    return CountMin.from_bytes(blob)
+
+
+def heavy_hitters(
+    snapshots: DataFrame,
+    candidates: DataFrame | list[Any],
+    phi: float,
+    item: str = "item",
+    *,
+    latest: bool = False,
+) -> DataFrame:
+    """Candidates whose estimated window frequency reaches ``phi`` times the window count,
+    at every state of the coordinator.
+
+    The snapshots are replayed in order of ``time`` (then ``shard``, ``seq``): after each one
+    the coordinator's view is the sum of the latest matrix of every shard so far (DistCM), its
+    window count ``W`` the view's mean row sum, and every candidate with
+    ``estimate >= phi * W`` (and ``estimate > 0``) is reported. With ``latest=True`` only the
+    final view (that of :func:`merge_count_min`) is evaluated.
+
+    Parameters
+    ----------
+    snapshots : DataFrame
+        Output of :func:`windowed_count_min` (batch; see :func:`merge_count_min` for streams).
+    candidates : DataFrame or list
+        Items to test: a DataFrame with column ``item`` (e.g. the distinct items of the input;
+        collected to the driver, so keep it to a few million) or a list of values.
+    phi : float
+        In (0, 1].
+    item : str
+        The candidates' column (and the output's item column name).
+    latest : bool
+        Only the final view.
+
+    Returns
+    -------
+    DataFrame
+        ``view`` (coordinator state number, from 0), ``time``, ``shard`` (whose snapshot
+        produced the view), ``item``, ``estimate``, ``window_count``, ``threshold``.
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(x,) for x in "aaaaabbbc"], "item string")
+    >>> snaps = windowed_count_min(df, "item", window=100, shards=1, algorithm="perfect")
+    >>> heavy_hitters(snaps, ["a", "b", "c"], 0.3, latest=True).select("item", "estimate"
+    ...               ).orderBy("item").collect()
+    [Row(item='a', estimate=5), Row(item='b', estimate=3)]
+    """
+    check_in_range("phi", phi, 0, 1, low_open=True)
+    _require_batch(snapshots, "snapshots")
+    spark = snapshots.sparkSession
+    if isinstance(candidates, DataFrame):
+        cand = candidates.select(item).dropna().distinct()
+    else:
+        values = [v for v in candidates if v is not None]
+        if not values:
+            msg = "`candidates` must hold at least one non-null item"
+            raise ValueError(msg)
+        cand = spark.createDataFrame([(v,) for v in dict.fromkeys(values)], [item])
+    cand = cand.withColumn(ITEM_KEY, item_key(item, cand.schema[item].dataType))
+    keys = np.array([r[0] for r in cand.select(ITEM_KEY).collect()], dtype=np.int64)
+    good = snapshots.filter(F.col(REJECTED).isNull()) if REJECTED in snapshots.columns \
+        else snapshots
+    good = good.select(*SNAPSHOT_COLUMNS)
+    time_type = good.schema["time"].dataType
+    schema = T.StructType([
+        T.StructField("view", T.LongType()), T.StructField("time", time_type),
+        T.StructField("shard", T.IntegerType()), T.StructField(ITEM_KEY, T.LongType()),
+        T.StructField("estimate", T.LongType()), T.StructField("window_count", T.DoubleType()),
+        T.StructField("threshold", T.DoubleType()),
+    ])
+    phi = float(phi)
+
+    def replay(pdf: pd.DataFrame) -> pd.DataFrame:
+        return _replay_views(pdf, keys, phi, latest)
+
+    views = good.groupBy(F.lit(0).alias("wk_all")).applyInPandas(replay, schema)
+    out = views.join(F.broadcast(cand), ITEM_KEY)
+    return out.select("view", "time", "shard", item, "estimate", "window_count", "threshold")
+
+
+def _replay_views(pdf: pd.DataFrame, keys: np.ndarray, phi: float, latest: bool) -> pd.DataFrame:
+    """Walk the snapshots in order; after each, test the candidates on the coordinator's view."""
+    pdf = pdf.sort_values(["time", "shard", "seq"], kind="stable", na_position="first")
+    pdf = pdf.reset_index(drop=True)
+    if latest:  # one view: the newest snapshot of every shard, reported at the newest of them
+        newest = pdf.groupby("shard")["seq"].transform("max") == pdf["seq"]
+        pdf = pdf[newest].reset_index(drop=True)
+    current: dict[int, np.ndarray] = {}
+    cols: np.ndarray | None = None
+    out = []
+    for pos, r in enumerate(pdf.itertuples(index=False)):
+        cm = CountMin.from_bytes(bytes(r.sketch))
+        if cols is None:
+            cols = cm.config.columns(keys)
+        current[int(r.shard)] = np.asarray(cm.counts, dtype=np.float64)
+        if latest and pos < len(pdf) - 1:
+            continue
+        total = np.sum(list(current.values()), axis=0)
+        window_count = float(total.sum(axis=1).mean())
+        threshold = phi * window_count
+        est = estimate_counts(total, cols)
+        hit = (est >= threshold) & (est > 0)
+        out.append(pd.DataFrame({
+            "view": 0 if latest else pos, "time": r.time, "shard": int(r.shard),
+            ITEM_KEY: keys[hit], "estimate": est[hit], "window_count": window_count,
+            "threshold": threshold,
+        }))
+    if not out:
+        return pd.DataFrame({c: [] for c in _VIEW_COLUMNS})
+    return pd.concat(out, ignore_index=True)[_VIEW_COLUMNS]
+
+
+_VIEW_COLUMNS = ["view", "time", "shard", ITEM_KEY, "estimate", "window_count", "threshold"]

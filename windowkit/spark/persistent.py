@@ -1,0 +1,362 @@
+"""Persistent items on batch and streaming DataFrames (issue 4).
+
+An item's *persistence* in a window of ``window_slots`` timeslots is the number of distinct
+slots of the window in which it appears; it is alpha-persistent when that number is at least
+``alpha * window_slots`` (Lahiri, Tirthapura, Chandrashekar). Slots are aligned on the Unix
+epoch: slot ``s`` is ``[s * slot, (s + 1) * slot)``, like Spark's ``window()``.
+
+* :func:`persistent_items` runs the sketch (:class:`~windowkit.core.persistent_operator.
+  PersistentItemsOperator`) through the generic adapter. Rows are partitioned by a hash of the
+  item computed in the JVM, so every shard sees all the rows of its items and runs one operator;
+  the shards' reports are disjoint, so their union is the answer (no merge step).
+* :func:`exact_persistent_items` is the exact baseline in plain Spark SQL.
+* :func:`split_persistent` separates reported items from rejected rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import math
+
+import pandas as pd
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from windowkit.core.durations import to_micros
+from windowkit.core.persistent_operator import ITEM, PersistentItemsOperator
+from windowkit.core.validation import check_in_range, check_int
+from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, _to_micros, run_operator
+
+REPORTED = "persistent"
+"""``status`` of an output row that reports an item (others: ``malformed``, ``late``)."""
+
+_BUCKETS_PER_SHARD = 64
+_SLOT = "wk_slot"
+
+
+class _BoundedPersistentOperator(PersistentItemsOperator):
+    """Batch input only: at ``finish`` close every slot up to the input's last slot.
+
+    Each shard sees only its items, so its own last row may lie before the input's last slot;
+    without this a shard would stop its sliding windows early. ``end_slot`` is the last slot of
+    the whole input (computed in the JVM), so every shard reports windows up to it.
+    """
+
+    def __init__(self, *args, end_slot: int | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.end_slot = end_slot
+
+    def finish(self) -> pd.DataFrame:
+        out = self.empty_output()
+        if self.mode == "sliding" and self.end_slot is not None and self._open is not None:
+            out = self.advance(self.origin + self.end_slot * self.slot_length - 1)
+        rest = super().finish()
+        if not len(out):
+            return rest
+        return pd.concat([out, rest], ignore_index=True) if len(rest) else out
+
+
+def persistent_items(
+    df: DataFrame,
+    item: str,
+    time: str | Column,
+    slot: str | int | dt.timedelta = "30 seconds",
+    window_slots: int = 100,
+    alpha: float = 0.5,
+    epsilon: float = 0.1,
+    delta: float | None = None,
+    sliding: bool = True,
+    shards: int | None = None,
+    late: str | None = "1 minute",
+    seed: int = 0,
+) -> DataFrame:
+    """Items present in at least ``alpha * window_slots`` of the last ``window_slots`` slots.
+
+    Works on batch and streaming DataFrames alike. The guarantees are the sketch's: an item
+    whose persistence is below ``(alpha - epsilon) * window_slots`` is never reported; an
+    alpha-persistent item is missed with probability at most ``e**-2`` (``delta`` if given);
+    the state per shard is about ``2 / (epsilon * window_slots)`` times the distinct
+    (item, slot) pairs of the window.
+
+    * Batch: distinct (item, slot) pairs are taken in the JVM first (persistence counts
+      distinct slots, so repeated rows change nothing), then each shard runs the operator over
+      its pairs. Sliding windows end at every slot from the first slot of an item's shard to
+      the last slot of the whole input.
+    * Streaming: rows go to the shards as they come; a slot closes when the watermark
+      (``late`` behind the latest event time) passes its end, and its window's rows are then
+      emitted once (append mode). Rows behind the watermark are reported as ``late``.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The input, batch or streaming.
+    item : str
+        The item column. Integer items travel as int64; other types as strings (the output
+        casts them back to the column's type).
+    time : str or Column
+        Event time: a timestamp, a timestamp string, or an integer of microseconds.
+    slot : str, int or datetime.timedelta
+        Slot length: ``"30 seconds"``, a ``timedelta`` or microseconds.
+    window_slots : int
+        Window length ``n`` in slots (>= 1).
+    alpha : float
+        Persistence threshold in (0, 1].
+    epsilon : float
+        Uncertainty in (0, alpha).
+    delta : float, optional
+        False-negative probability in (0, 1): runs ``ceil(ln(1/delta) / 2)`` instances.
+    sliding : bool
+        Sliding windows ending at every slot (default), or tumbling windows of
+        ``window_slots`` slots (``window_end_slot = k * window_slots + window_slots - 1``).
+    shards : int, optional
+        Spark groups the items are hashed into (default ``spark.sql.shuffle.partitions``). Keep
+        it fixed for the life of a streaming checkpoint.
+    late : str, optional
+        Streaming only: watermark delay such as ``"1 minute"``.
+    seed : int
+        Hash seed of the sketch.
+
+    Returns
+    -------
+    DataFrame
+        ``window_end_slot`` (long), ``window_start``, ``window_end`` (the window's half-open
+        bounds: timestamps, or microseconds when ``time`` is an integer column), the item
+        column, ``estimate`` (double: sampled persistence ``+ epsilon * window_slots / 2``),
+        ``status`` (``persistent``; ``malformed`` for a null item or time; ``late`` for a
+        streaming row behind the watermark) and ``detail`` (the rejected row as JSON). Use
+        :func:`split_persistent` to separate the two kinds.
+
+    Raises
+    ------
+    ValueError
+        For ``alpha``, ``epsilon``, ``delta``, ``window_slots``, ``slot``, ``shards`` or
+        ``seed`` out of range (the message names the parameter).
+
+    Examples
+    --------
+    Item ``a`` is seen in slots 0, 1, 2 and ``b`` in slots 1, 3 (10-second slots); windows of
+    4 slots, ``alpha = 1`` and ``epsilon = 0.5``: an item is reported when it is in at least
+    ``(alpha - epsilon) * 4 = 2`` slots of the window (``epsilon * n = 2`` makes the sketch
+    exact; the estimate adds ``epsilon * n / 2 = 1``):
+
+    >>> seen = [("a", 1), ("a", 12), ("a", 14), ("b", 15), ("a", 21), ("b", 37)]
+    >>> df = spark.createDataFrame(seen, "ip string, s long").withColumn(
+    ...     "t", F.timestamp_seconds("s"))
+    >>> out = persistent_items(df, "ip", "t", slot="10 seconds", window_slots=4, alpha=1.0,
+    ...                        epsilon=0.5)
+    >>> out.select("window_end_slot", "ip", "estimate", "status").orderBy(
+    ...     "window_end_slot", "ip").show()
+    +---------------+---+--------+----------+
+    |window_end_slot| ip|estimate|    status|
+    +---------------+---+--------+----------+
+    |              1|  a|     3.0|persistent|
+    |              2|  a|     4.0|persistent|
+    |              3|  a|     4.0|persistent|
+    |              3|  b|     3.0|persistent|
+    +---------------+---+--------+----------+
+    <BLANKLINE>
+    """
+    slot_us, mode = _check(slot, window_slots, alpha, epsilon, sliding)
+    if delta is not None:
+        check_in_range("delta", delta, 0, 1, low_open=True, high_open=True)
+    if shards is None:
+        shards = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    shards = check_int("shards", shards, 1)
+    item_type = df.schema[item].dataType
+    integral = isinstance(item_type, T.IntegralType)
+    op_kwargs = {"mode": mode, "item_type": "int64" if integral else "string",
+                 "delta": delta, "seed": seed}
+    PersistentItemsOperator(alpha, epsilon, window_slots, slot_us, **op_kwargs)  # validate
+    item_col = F.col(item)
+    item_value = item_col.cast("long" if integral else "string")
+    micros = F.when(item_col.isNotNull(), _to_micros(df, _column(time)))
+    # Route by a bucket of the item's hash: every row of an item reaches the same shard, and
+    # only a short bucket id travels as the adapter's key.
+    bucket = F.pmod(F.xxhash64(item_col), F.lit(_BUCKETS_PER_SHARD * shards))
+    schema = PersistentItemsOperator(alpha, epsilon, window_slots, slot_us,
+                                     **op_kwargs).output_schema
+    if df.isStreaming:
+        job = OperatorJob(
+            factory=functools.partial(PersistentItemsOperator, alpha, epsilon, window_slots,
+                                      slot_us, **op_kwargs),
+            schema=schema, inputs={ITEM: item_value})
+        out = run_operator(df, job, time=micros, key=bucket, shards=shards, late=late)
+    else:
+        valid = micros.isNotNull()
+        slot_index = _slot_index(micros, slot_us)
+        pairs = df.where(valid).select(item_value.alias(ITEM), bucket.alias("wk_bucket"),
+                                       slot_index.alias(_SLOT)).distinct()
+        end_slot = df.where(valid).agg(F.max(slot_index)).first()[0]  # one scan, no shuffle
+        job = OperatorJob(
+            factory=functools.partial(_BoundedPersistentOperator, alpha, epsilon, window_slots,
+                                      slot_us, end_slot=end_slot, **op_kwargs),
+            schema=schema, inputs={ITEM: F.col(ITEM)})
+        start_us = F.col(_SLOT) * F.lit(slot_us)
+        out = run_operator(pairs, job, time=start_us, key="wk_bucket", shards=shards)
+        rejected = df.where(~valid).select(
+            *[F.lit(None).cast(f.dataType).alias(f.name) for f in out.schema.fields[:-2]],
+            F.lit("malformed").alias(REJECTED),
+            F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns])).alias(DETAIL_OUT))
+        out = out.unionByName(rejected)
+    status = F.coalesce(F.col(REJECTED), F.lit(REPORTED))
+    out = out.select(
+        "window_end_slot",
+        *_bounds(F.col("window_end_slot"), slot_us, window_slots, _is_integer_time(df, time)),
+        F.col(ITEM).cast(item_type).alias(item),
+        "estimate",
+        status.alias("status"),
+        DETAIL_OUT,
+    )
+    return out
+
+
+def exact_persistent_items(
+    df: DataFrame,
+    item: str,
+    time: str | Column,
+    slot: str | int | dt.timedelta = "30 seconds",
+    window_slots: int = 100,
+    alpha: float = 0.5,
+    sliding: bool = True,
+) -> DataFrame:
+    """The exact alpha-persistent items of every window, in plain Spark SQL (batch only).
+
+    The baseline :func:`persistent_items` is measured against. Distinct (item, slot) pairs
+    first; fixed windows then count slots per (item, window). Sliding windows use one
+    ``+1`` event at each slot of an item and one ``-1`` event ``window_slots`` later: a
+    running sum per item (a window function ordered by slot) gives the item's persistence on
+    each run of window ends between two events, and only the runs at or above the threshold
+    are expanded into window ends. The work is linear in the distinct pairs plus the output,
+    instead of ``window_slots`` times the pairs for a naive explode.
+
+    Window ends run from each item's first slot to the input's last slot (sliding), or are
+    the tumbling windows' last slots (fixed), as for :func:`persistent_items`.
+
+    Parameters
+    ----------
+    df : DataFrame
+        A batch DataFrame.
+    item, time, slot, window_slots, sliding
+        As for :func:`persistent_items`.
+    alpha : float
+        Persistence threshold in (0, 1]: an item is reported when it is in at least
+        ``ceil(alpha * window_slots)`` slots of the window.
+
+    Returns
+    -------
+    DataFrame
+        ``window_end_slot``, ``window_start``, ``window_end``, the item column and
+        ``persistence`` (long). Rows with a null item or time are ignored.
+
+    Examples
+    --------
+    >>> seen = [("a", 1), ("a", 12), ("a", 14), ("b", 15), ("a", 21), ("b", 37)]
+    >>> df = spark.createDataFrame(seen, "ip string, s long").withColumn(
+    ...     "t", F.timestamp_seconds("s"))
+    >>> out = exact_persistent_items(df, "ip", "t", slot="10 seconds", window_slots=4,
+    ...                              alpha=0.5)
+    >>> [tuple(r) for r in out.select("window_end_slot", "ip", "persistence").orderBy(
+    ...     "window_end_slot", "ip").collect()]
+    [(1, 'a', 2), (2, 'a', 3), (3, 'a', 3), (3, 'b', 2)]
+    """
+    slot_us, _ = _check(slot, window_slots, alpha, None, sliding)
+    if df.isStreaming:
+        msg = "`df` must be a batch DataFrame: exact_persistent_items is a batch baseline"
+        raise ValueError(msg)
+    need = max(1, math.ceil(round(alpha * window_slots, 9)))
+    micros = _to_micros(df, _column(time))
+    pairs = (df.where(F.col(item).isNotNull() & micros.isNotNull())
+             .select(F.col(item).alias(ITEM), _slot_index(micros, slot_us).alias(_SLOT))
+             .distinct())
+    n = F.lit(window_slots)
+    if not sliding:
+        window_index = F.floor(F.col(_SLOT) / n)
+        counts = pairs.groupBy(ITEM, window_index.alias("wk_w")).agg(F.count("*").alias("p"))
+        out = counts.where(F.col("p") >= need).select(
+            (F.col("wk_w") * n + n - 1).alias("window_end_slot"), ITEM, F.col("p"))
+    else:
+        last = pairs.agg(F.max(_SLOT).alias("wk_last"))
+        events = pairs.select(ITEM, F.col(_SLOT).alias("c"), F.lit(1).alias("d")).unionByName(
+            pairs.select(ITEM, (F.col(_SLOT) + n).alias("c"), F.lit(-1).alias("d")))
+        by_item = Window.partitionBy(ITEM).orderBy("c")
+        steps = (events.groupBy(ITEM, "c").agg(F.sum("d").alias("d"))
+                 .select(ITEM, "c",
+                         F.sum("d").over(by_item.rowsBetween(Window.unboundedPreceding,
+                                                             Window.currentRow)).alias("p"),
+                         F.lead("c").over(by_item).alias("next_c"))
+                 .where(F.col("p") >= need)
+                 .crossJoin(F.broadcast(last)))
+        upto = F.least(F.col("next_c") - 1, F.col("wk_last"))
+        out = steps.where(F.col("c") <= upto).select(
+            F.explode(F.sequence(F.col("c"), upto)).alias("window_end_slot"), ITEM, F.col("p"))
+    return out.select(
+        "window_end_slot",
+        *_bounds(F.col("window_end_slot"), slot_us, window_slots, _is_integer_time(df, time)),
+        F.col(ITEM).alias(item),
+        F.col("p").cast("long").alias("persistence"),
+    )
+
+
+def split_persistent(result: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """Split a :func:`persistent_items` result into (reported items, rejected rows).
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([("a", 1), ("a", 2), (None, 3), ("b", None)],
+    ...                            "item string, t long")
+    >>> found, rejected = split_persistent(persistent_items(
+    ...     df, "item", "t", slot=1, window_slots=2, alpha=1.0, epsilon=0.5))
+    >>> found.select("window_end_slot", "item", "estimate").orderBy("window_end_slot").collect()
+    [Row(window_end_slot=1, item='a', estimate=1.5), Row(window_end_slot=2, item='a', estimate=2.5)]
+    >>> sorted(r.detail for r in rejected.collect())
+    ['{"item":"b"}', '{"t":3}']
+    """
+    reported = F.col("status") == F.lit(REPORTED)
+    return result.filter(reported).drop(DETAIL_OUT), result.filter(~reported)
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def _check(
+    slot: str | int | dt.timedelta, window_slots: int, alpha: float, epsilon: float | None,
+    sliding: bool,
+) -> tuple[int, str]:
+    slot_us = to_micros(slot, "slot")
+    check_int("window_slots", window_slots, 1)
+    check_in_range("alpha", alpha, 0, 1, low_open=True)
+    if epsilon is not None:
+        check_in_range("epsilon", epsilon, 0, 1, low_open=True)
+        if epsilon >= alpha:
+            msg = ("`epsilon` must be smaller than `alpha`; "
+                   f"got epsilon={epsilon!r}, alpha={alpha!r}")
+            raise ValueError(msg)
+    if not isinstance(sliding, bool):
+        msg = f"`sliding` must be True or False; got {sliding!r}"
+        raise ValueError(msg)
+    return slot_us, "sliding" if sliding else "fixed"
+
+
+def _column(col: str | Column) -> Column:
+    return F.col(col) if isinstance(col, str) else col
+
+
+def _slot_index(micros: Column, slot_us: int) -> Column:
+    """``floor(micros / slot_us)`` in exact integer arithmetic (also for negative times)."""
+    size = F.lit(slot_us)
+    return ((micros - F.pmod(micros, size)) / size).cast("long")
+
+
+def _bounds(end_slot: Column, slot_us: int, window_slots: int, integer: bool) -> list[Column]:
+    start = (end_slot - F.lit(window_slots - 1)) * F.lit(slot_us)
+    end = (end_slot + F.lit(1)) * F.lit(slot_us)
+    if not integer:
+        start, end = F.timestamp_micros(start), F.timestamp_micros(end)
+    return [start.alias("window_start"), end.alias("window_end")]
+
+
+def _is_integer_time(df: DataFrame, time: str | Column) -> bool:
+    return isinstance(df.select(_column(time)).schema.fields[0].dataType, T.IntegralType)
+
+
+__all__ = ["REPORTED", "exact_persistent_items", "persistent_items", "split_persistent"]
