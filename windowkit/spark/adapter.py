@@ -12,9 +12,10 @@ watermark and counts late rows.
   runner's bytes live in one ValueState per shard and one event-time timer per shard fires when
   the watermark will release buffered rows or settle output (the paper's punctuation).
 
-Rows that cannot be processed are never dropped: a row whose event time is null comes out with
-``rejected = "malformed"`` and a row behind the watermark with ``rejected = "late"``; ``detail``
-holds the row as JSON. Normal output rows have ``rejected`` null.
+Rows that cannot be processed are never dropped: a row whose event time is null or unparsable,
+or that the job marks invalid, comes out with ``rejected = "malformed"``, and a row behind the
+watermark with ``rejected = "late"``; ``detail`` holds the row as JSON. Normal output rows have
+``rejected`` null.
 """
 
 from __future__ import annotations
@@ -59,11 +60,14 @@ class OperatorJob:
         The operator's output schema (see ``StreamOperator.output_schema``).
     inputs : dict of str to Column
         Columns to send to the operator besides ``key`` and ``time``, as Spark expressions.
+    valid : Column, optional
+        False for rows that cannot be processed (they come out as ``malformed``).
     """
 
     factory: Callable[[], StreamOperator]
     schema: list[tuple[str, str]]
     inputs: dict[str, Column]
+    valid: Column | None = None
 
     def spark_schema(self) -> T.StructType:
         fields = [T.StructField(n, _SPARK_TYPES[t], True) for n, t in self.schema]
@@ -115,13 +119,16 @@ def run_operator(
     time_col = F.col(time) if isinstance(time, str) else time
     key_col = F.lit("") if key is None else (F.col(key) if isinstance(key, str) else key)
     micros = _to_micros(df, time_col)
+    malformed = micros.isNull()
+    if job.valid is not None:
+        malformed = malformed | ~F.coalesce(job.valid, F.lit(False))
     original = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
     prepared = df.select(
         F.pmod(F.xxhash64(key_col.cast("string")), F.lit(shards)).cast("int").alias(SHARD),
         key_col.cast("string").alias(KEY),
         micros.alias(TIME),
         *[col.alias(name) for name, col in job.inputs.items()],
-        F.when(micros.isNull(), original).alias(DETAIL),
+        F.when(malformed, original).alias(DETAIL),
     )
     schema = job.spark_schema()
     if df.isStreaming:
@@ -164,7 +171,7 @@ def _to_micros(df: DataFrame, time_col: Column) -> Column:
 
 
 def _split_malformed(pdf: pd.DataFrame, inputs: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    bad = pdf[TIME].isna().to_numpy()
+    bad = pdf[DETAIL].notna().to_numpy()
     rejected = pd.DataFrame({REJECTED: "malformed", DETAIL_OUT: pdf.loc[bad, DETAIL]})
     good = pdf.loc[~bad, [KEY, TIME, *inputs]]
     good[TIME] = good[TIME].astype(np.int64)

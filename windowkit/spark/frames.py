@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -100,6 +101,7 @@ def threshold_frames(
         factory=functools.partial(ThresholdFramer, spec=spec),
         schema=OUTPUT_SCHEMA,
         inputs={VALUE: code.cast("tinyint")},
+        valid=evaluable(df, when, predicate),
     )
     out = run_operator(df, job, time=time, key=by, shards=shards, late=late)
     status = F.coalesce(F.col(REJECTED), F.col("status"))
@@ -129,6 +131,29 @@ def split_rejected(result: DataFrame) -> tuple[DataFrame, DataFrame]:
     """
     is_frame = F.col("status").isin(*FRAME_STATUSES)
     return result.filter(is_frame).drop(DETAIL_OUT), result.filter(~is_frame)
+
+
+def evaluable(df: DataFrame, when: str | Column, predicate: Column) -> Column:
+    """False where the predicate is null although every column it names is non-null.
+
+    A null input is a missing value (the paper's missing data); a null result from non-null
+    inputs means the predicate could not be evaluated (e.g. ``'n/a' > 0.003`` with ANSI off),
+    and such a row is malformed.
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([("0.5",), ("n/a",), (None,)], "x string")
+    >>> df.select(evaluable(df, "try_cast(x AS double) > 0.1",
+    ...                     F.expr("try_cast(x AS double) > 0.1")).alias("ok")).collect()
+    [Row(ok=True), Row(ok=False), Row(ok=True)]
+    """
+    text = when if isinstance(when, str) else str(when)
+    names = [c for c in df.columns if re.search(rf"(?<![\w.`]){re.escape(c)}(?![\w`])", text)
+             or f"`{c}`" in text]
+    inputs_present = F.lit(True)
+    for name in names:
+        inputs_present = inputs_present & F.col(f"`{name}`").isNotNull()
+    return ~(predicate.isNull() & inputs_present)
 
 
 def _is_integer_time(df: DataFrame, time: str | Column) -> bool:

@@ -1,0 +1,254 @@
+"""Windowed Count-Min on Spark (issue 3): DistCM shards equal the core, coordinator, Theorem 7."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from windowkit.core.countmin_operator import merge_snapshots
+from windowkit.core.sketches import CountMin
+
+pytestmark = pytest.mark.spark
+
+T0 = 1_700_000_000_000_000  # µs
+PARAMS = {"window": 800, "algorithm": "splitter", "epsilon": 0.02, "delta": 0.25}
+SHARDS = 3
+
+
+def zipf_items(n: int, n_ids: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    weights = 1.0 / np.arange(1, n_ids + 1)
+    return rng.choice(n_ids, size=n, p=weights / weights.sum()).astype(np.int64)
+
+
+def core_snapshots(sites: pd.DataFrame, finish: bool = True, **params) -> pd.DataFrame:
+    """Run the core operator of every shard on its rows in ``position`` order (int µs)."""
+    from windowkit.spark.countmin import make_operator
+
+    outs = []
+    for shard, rows in sites.groupby("shard", sort=True):
+        rows = rows.sort_values("position", kind="stable")
+        op = make_operator(**params)
+        frame = pd.DataFrame({"time": rows["position"].to_numpy(np.int64),
+                              "item": rows["item_key"].to_numpy(np.int64)})
+        out = [op.process(frame)] + ([op.finish()] if finish else [])
+        outs.append(pd.concat(out, ignore_index=True).assign(shard=int(shard)))
+    return canonical(pd.concat(outs, ignore_index=True))
+
+
+def canonical(snaps: pd.DataFrame) -> pd.DataFrame:
+    snaps = snaps[["shard", "seq", "n_seen", "time", "sketch"]].copy()
+    if pd.api.types.is_datetime64_any_dtype(snaps["time"]):
+        snaps["time"] = micros(snaps["time"])
+    snaps["sketch"] = snaps["sketch"].map(bytes)
+    snaps = snaps.astype({"shard": "int64", "seq": "int64", "n_seen": "int64", "time": "int64"})
+    return snaps.sort_values(["shard", "seq"]).reset_index(drop=True)
+
+
+def micros(ts: pd.Series) -> np.ndarray:
+    ts = pd.to_datetime(ts, utc=True)
+    return ts.astype("datetime64[us, UTC]").astype("int64").to_numpy()
+
+
+@pytest.fixture(scope="module")
+def stream() -> pd.DataFrame:
+    items = zipf_items(6000, 300, seed=5)
+    return pd.DataFrame({"item": items, "t": T0 + np.arange(len(items), dtype=np.int64) * 1000})
+
+
+@pytest.fixture(scope="module")
+def batch_run(spark, stream):
+    """Splitter over 3 hash-routed shards, batch; (snapshot DataFrame, shard assignment)."""
+    from windowkit.spark.countmin import count_min_sites, windowed_count_min
+
+    df = spark.createDataFrame(stream.sample(frac=1.0, random_state=1))  # disorder: time sorts
+    snaps = windowed_count_min(df, "item", "t", shards=SHARDS, **PARAMS).cache()
+    sites = count_min_sites(df, "item", "t", shards=SHARDS).toPandas()
+    yield snaps, sites
+    snaps.unpersist()
+
+
+def test_batch_snapshots_equal_the_core_per_shard(batch_run):
+    snaps, sites = batch_run
+    got = snaps.toPandas()
+    assert got["rejected"].isna().all()
+    expected = core_snapshots(sites, **PARAMS)
+    assert sorted(set(sites["shard"])) == [0, 1, 2]
+    assert len(expected) > 3 * 40  # snapshots every ceil(eps' N) = 16 samples
+    pd.testing.assert_frame_equal(canonical(got), expected)
+
+
+def test_merged_sketch_and_estimates_equal_the_core_merge(spark, batch_run, stream):
+    from windowkit.spark.countmin import estimate_frequency, merge_count_min
+
+    snaps, sites = batch_run
+    merged = merge_count_min(snaps).first()
+    finals = core_snapshots(sites, **PARAMS).groupby("shard").tail(1)
+    core = merge_snapshots(finals["sketch"])
+    spark_cm = CountMin.from_bytes(merged["sketch"])
+    assert spark_cm.config == core.config and merged["shards"] == SHARDS
+    np.testing.assert_allclose(spark_cm.counts, core.counts, rtol=0, atol=1e-9)
+    assert merged["n_seen"] == len(stream)
+    assert merged["window_count"] == pytest.approx(SHARDS * PARAMS["window"], rel=1e-9)
+
+    items = spark.createDataFrame(pd.DataFrame({"item": np.arange(-5, 320, dtype=np.int64)}))
+    got = estimate_frequency(merged["sketch"], items, "item").toPandas().sort_values("item")
+    keys = sites.drop_duplicates("item").set_index("item")["item_key"]
+    seen = got[got["item"].isin(keys.index)]
+    assert len(seen) > 250
+    expected = core.estimate(keys.loc[seen["item"]].to_numpy(np.int64))
+    assert seen["estimate"].tolist() == expected.tolist()
+    assert (got["estimate"] >= 0).all()
+
+
+def test_theorem7_coordinator_skew_is_at_most_k_eps_n(batch_run):
+    # Each shard sends its matrix every ceil(eps' N) samples; a windowed cell changes by at most
+    # 1 per sample, so the coordinator's merge of the periodic snapshots is within
+    # k * ceil(eps' N) of the sum of the shards' current matrices (the final snapshots).
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from windowkit.spark.countmin import make_operator, merge_count_min
+
+    snaps, _ = batch_run
+    every = make_operator(**PARAMS).snapshot_every
+    assert every == math.ceil(math.e / math.ceil(math.e / PARAMS["epsilon"]) * PARAMS["window"])
+    last_seq = F.max("seq").over(Window.partitionBy("shard"))
+    periodic = snaps.withColumn("last", last_seq).filter("seq < last").drop("last")
+    assert periodic.count() == snaps.count() - SHARDS  # without the final snapshots
+    coordinator = CountMin.from_bytes(merge_count_min(periodic).first()["sketch"]).counts
+    nodes = CountMin.from_bytes(merge_count_min(snaps).first()["sketch"]).counts
+    skew = np.abs(coordinator - nodes).max()
+    assert 0 < skew <= SHARDS * every
+    assert skew <= SHARDS * math.ceil(PARAMS["epsilon"] * PARAMS["window"])  # k eps N
+
+
+def test_heavy_hitters_replay_every_coordinator_view(spark, batch_run, stream):
+    from windowkit.spark.countmin import heavy_hitters, merge_count_min
+
+    snaps, sites = batch_run
+    phi = 0.05
+    views = heavy_hitters(snaps, spark.createDataFrame(stream[["item"]]), phi).toPandas()
+    n_snaps = len(snaps.select("seq").toPandas())
+    assert views["view"].max() == n_snaps - 1 and views["view"].nunique() > n_snaps // 2
+    assert (views["estimate"] >= views["threshold"]).all() and (views["estimate"] > 0).all()
+    last = views[views["view"] == n_snaps - 1]
+    latest = heavy_hitters(snaps, list(range(300)), phi, latest=True).toPandas()
+    assert sorted(latest["item"]) == sorted(last["item"])
+    merged = merge_count_min(snaps).first()
+    keys = sites.drop_duplicates("item").set_index("item")["item_key"].sort_index()
+    est = CountMin.from_bytes(merged["sketch"]).estimate(keys.to_numpy(np.int64))
+    expected = keys.index[(est >= phi * merged["window_count"]) & (est > 0)]
+    assert sorted(latest["item"]) == sorted(expected) and len(expected) >= 2
+    assert (latest["threshold"] == phi * merged["window_count"]).all()
+
+
+def test_count_based_without_time_follows_partition_order_per_site(spark):
+    from windowkit.spark.countmin import count_min_sites, windowed_count_min
+
+    rng = np.random.default_rng(2)
+    pdf = pd.DataFrame({"item": [f"ip{i}" for i in zipf_items(900, 40, seed=3)],
+                        "router": rng.choice(["r1", "r2", "r3"], 900)})
+    pdf.loc[[10, 20], "item"] = None  # null items are rejected, not counted
+    df = spark.createDataFrame(pdf).repartition(3)
+    params = {"window": 100, "algorithm": "proportional", "epsilon": 0.05, "delta": 0.5,
+              "snapshot_every": 25}
+    out = windowed_count_min(df, "item", by="router", shards=2, **params).toPandas()
+    sites = count_min_sites(df, "item", by="router", shards=2).toPandas()
+    rejected = out[out["rejected"].notna()]
+    assert rejected["rejected"].tolist() == ["malformed"] * 2
+    assert all('"router"' in d for d in rejected["detail"])
+    snaps = out[out["rejected"].isna()]
+    assert snaps["time"].isna().all()
+    expected = core_snapshots(sites[sites["item"].notna()], **params)
+    got = canonical(snaps.assign(time=0))
+    pd.testing.assert_frame_equal(got, expected.assign(time=0))
+    routed = sites.groupby("router")["shard"].nunique()
+    assert (routed == 1).all()  # a site id always goes to the same shard
+
+
+def test_streaming_over_parquet_files_equals_the_core(spark, tmp_path):
+    from windowkit.spark.countmin import count_min_sites, windowed_count_min
+
+    n = 3000
+    pdf = pd.DataFrame({
+        "site": np.array(["a", "b", "c", "d"])[np.arange(n) % 4],
+        "item": zipf_items(n, 100, seed=9),
+        "time": pd.to_datetime(T0 + np.arange(n) * 250_000, unit="us", utc=True),
+    })
+    mover = pdf.tail(1).assign(time=pdf["time"].iloc[-1] + pd.Timedelta(hours=1))
+    folder = tmp_path / "in"
+    os.makedirs(folder)
+    for i, piece in enumerate([*np.array_split(pdf, 2), mover]):
+        piece = piece.astype({"time": "datetime64[us, UTC]"})
+        piece.to_parquet(folder / f"part-{i:03d}.parquet", index=False)
+    params = {"window": 60, "unit": "ticks", "tick": "1 second", "algorithm": "splitter",
+              "epsilon": 0.05, "delta": 0.25, "snapshot_every": 50}
+    schema = spark.read.parquet(str(folder)).schema
+    source = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(folder))
+    out = windowed_count_min(source, "item", "time", by="site", shards=2, late="10 seconds",
+                             **params)
+    query = out.writeStream.format("memory").queryName("cm_stream").outputMode("append").start()
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    got = spark.table("cm_stream").toPandas()
+    assert got["rejected"].isna().all()
+    sites = count_min_sites(spark.createDataFrame(pdf), "item", "time", by="site",
+                            shards=2).toPandas()
+    sites["position"] = micros(sites["position"])
+    expected = core_snapshots(sites, finish=False, **params)
+    assert len(expected) >= 50
+    pd.testing.assert_frame_equal(canonical(got), expected)
+
+
+def test_bad_parameters_raise_before_spark_runs(spark):
+    from windowkit.spark.countmin import heavy_hitters, windowed_count_min
+
+    df = spark.createDataFrame([(1, 1)], "item long, t long")
+    cases = [
+        ({"epsilon": 1.5}, r"`epsilon` must be in \(0, 1\); got 1.5"),
+        ({"epsilon": 0.0}, r"`epsilon` must be in \(0, 1\); got 0.0"),
+        ({"delta": 1}, r"`delta` must be in \(0, 1\); got 1"),
+        ({"window": 0}, r"`window` must be an integer in \[1, .*\]; got 0"),
+        ({"algorithm": "exact"}, r"`algorithm` must be one of 'splitter', .*; got 'exact'"),
+        ({"algorithm": "simple", "tau": 0.1}, r"`tau` is a parameter of algorithm='splitter'"),
+        ({"unit": "ticks"}, r"`tick` is required with unit='ticks'"),
+        ({"tick": "1 second"}, r"`tick` is only for unit='ticks'"),
+        ({"shards": 0}, r"`shards` must be an integer in \[1, inf\); got 0"),
+        ({"snapshot_every": 0}, r"`snapshot_every` must be an integer in \[1, inf\); got 0"),
+    ]
+    for kwargs, match in cases:
+        params = {"window": 10, **kwargs}
+        with pytest.raises(ValueError, match=match):
+            windowed_count_min(df, "item", "t", **params)
+    stream = spark.readStream.format("rate").load()
+    with pytest.raises(ValueError, match="`time` is required for a streaming DataFrame"):
+        windowed_count_min(stream, "value", window=10)
+    with pytest.raises(ValueError, match=r"`phi` must be in \(0, 1\]; got 0"):
+        heavy_hitters(df, [1], 0)
+
+
+def test_cli_countmin_writes_estimates_and_heavy_hitters(spark, tmp_path):
+    from windowkit.cli import main
+
+    pdf = pd.DataFrame({"ip": ["10.0.0.1"] * 30 + ["10.0.0.2"] * 10 + ["10.0.0.3"] * 2,
+                        "t": np.arange(42, dtype=np.int64)})
+    pdf.to_parquet(tmp_path / "in.parquet", index=False)
+    common = ["countmin", "--input", str(tmp_path / "in.parquet"), "--item", "ip", "--time", "t",
+              "--window", "100", "--algorithm", "perfect", "--epsilon", "0.01", "--delta",
+              "0.25", "--shards", "2"]
+    assert main([*common, "--output", str(tmp_path / "est")]) == 0
+    est = pd.read_parquet(tmp_path / "est").sort_values("ip")
+    assert est[["ip", "estimate"]].values.tolist() == [["10.0.0.1", 30], ["10.0.0.2", 10],
+                                                      ["10.0.0.3", 2]]
+    assert main([*common, "--output", str(tmp_path / "hh"), "--heavy-hitters", "0.2"]) == 0
+    hh = pd.read_parquet(tmp_path / "hh")
+    assert sorted(hh["ip"]) == ["10.0.0.1", "10.0.0.2"]
+    assert main([*common[:-6], "--epsilon", "2", "--delta", "0.25", "--shards", "2",
+                 "--output", str(tmp_path / "x")]) == 2

@@ -1,0 +1,109 @@
+"""``windowkit persistent``: persistent items of a file or a stream of files (issue 4)."""
+
+from __future__ import annotations
+
+import argparse
+
+from windowkit.cli.common import Progress, add_io_arguments, read_input
+from windowkit.core.durations import to_micros
+from windowkit.core.persistence import PersistenceConfig
+from windowkit.core.validation import check_in_range, check_int
+
+
+def register(subparsers) -> None:
+    """Add the ``persistent`` subcommand to ``subparsers``.
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser()
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["persistent", "--input", "in", "--output", "out",
+    ...                           "--item", "ip", "--time", "t", "--window-slots", "288"])
+    >>> args.window_slots, args.slot, args.alpha, args.fixed, args.func is run
+    (288, '30 seconds', 0.5, False, True)
+    """
+    parser = subparsers.add_parser(
+        "persistent",
+        help="items seen in at least an alpha fraction of the slots of a window",
+        description="Report the items that appear in at least alpha * window-slots of the "
+                    "window's timeslots (sliding windows ending at every slot, or tumbling "
+                    "windows with --fixed), with the persistent-items sketch, or exactly with "
+                    "--exact (batch only). Output: Parquet with window_end_slot, window_start, "
+                    "window_end, the item, estimate (or persistence), status and detail.",
+    )
+    add_io_arguments(parser)
+    parser.add_argument("--item", required=True, help="item column (e.g. a source IP)")
+    parser.add_argument("--time", required=True, help="event-time column")
+    parser.add_argument("--slot", default="30 seconds", help="timeslot length")
+    parser.add_argument("--window-slots", type=int, default=100, help="window length in slots")
+    parser.add_argument("--alpha", type=float, default=0.5, help="persistence threshold (0, 1]")
+    parser.add_argument("--epsilon", type=float, default=0.1,
+                        help="uncertainty in (0, alpha): lower = more exact, more memory")
+    parser.add_argument("--delta", type=float, default=None,
+                        help="false-negative probability (runs more sketch instances)")
+    parser.add_argument("--fixed", action="store_true", help="tumbling instead of sliding")
+    parser.add_argument("--exact", action="store_true",
+                        help="exact persistence in Spark SQL instead of the sketch (batch)")
+    parser.add_argument("--shards", type=int, default=None, help="Spark groups of items")
+    parser.add_argument("--seed", type=int, default=0, help="hash seed of the sketch")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the subcommand; parameters are checked before Spark starts.
+
+    Examples
+    --------
+    >>> args = argparse.Namespace(slot="30 seconds", window_slots=100, alpha=0.5,
+    ...                           epsilon=0.7, delta=None, seed=0, exact=False, stream=False)
+    >>> run(args)
+    Traceback (most recent call last):
+    ...
+    ValueError: `epsilon` must be smaller than `alpha`; got epsilon=0.7, alpha=0.5
+    """
+    to_micros(args.slot, "slot")
+    check_int("window_slots", args.window_slots, 1)
+    if args.exact:
+        check_in_range("alpha", args.alpha, 0, 1, low_open=True)
+        if args.stream:
+            msg = "`--exact` works on batch input only; drop `--stream`"
+            raise ValueError(msg)
+    else:
+        PersistenceConfig(alpha=args.alpha, epsilon=args.epsilon, n=args.window_slots,
+                          delta=args.delta, seed=args.seed)
+    if args.shards is not None:
+        check_int("shards", args.shards, 1)
+
+    from windowkit.spark.persistent import exact_persistent_items, persistent_items
+    from windowkit.spark.session import windowkit_session
+
+    progress = Progress()
+    progress.step("starting Spark")
+    spark = windowkit_session(args.master, app_name="windowkit-persistent")
+    df = read_input(spark, args)
+    common = {"item": args.item, "time": args.time, "slot": args.slot,
+              "window_slots": args.window_slots, "alpha": args.alpha,
+              "sliding": not args.fixed}
+    if args.exact:
+        progress.step("exact persistence (Spark SQL)")
+        result = exact_persistent_items(df, **common)
+    else:
+        progress.step("persistent-items sketch" + (" (streaming)" if args.stream else ""))
+        result = persistent_items(df, **common, epsilon=args.epsilon, delta=args.delta,
+                                  shards=args.shards, late=args.late, seed=args.seed)
+    if args.stream:
+        query = (result.writeStream.format("parquet").option("path", args.output)
+                 .option("checkpointLocation", args.checkpoint).outputMode("append")
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+        progress.step(f"streamed into {args.output}")
+        return 0
+    result.write.mode("overwrite").parquet(args.output)
+    written = spark.read.parquet(args.output)
+    if "status" in written.columns:
+        counts = {r[0]: r[1] for r in written.groupBy("status").count().collect()}
+        summary = ", ".join(f"{n:,} {status}" for status, n in sorted(counts.items()))
+    else:
+        summary = f"{written.count():,} persistent"
+    progress.step(f"wrote {args.output}: {summary or 'no rows'}")
+    return 0
