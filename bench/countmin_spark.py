@@ -1,0 +1,117 @@
+"""Throughput of the Spark DistCM job against Spark's built-in (non-windowed) countMinSketch.
+
+10 M rows, Zipf(1) over 1 M integer ids, read from Parquet; epsilon = 0.001, delta = 1/16
+(4 x 2719); windowed variants use a count-based window of N = 1,000,000 samples per shard;
+``local[2]`` with 2 shards (= 2 DistCM sites, one per core). Timed: the whole job from the
+Parquet file to the coordinator's merged sketch on the driver
+(``merge_count_min(windowed_count_min(...)).first()``), for the paper's snapshot period
+``ceil(epsilon' N)`` (DistCM) and for one snapshot per window (``snapshot_every = N``). The
+peer is ``df.stat.countMinSketch(item, eps, confidence)`` on the same DataFrame (a tree
+aggregation of JVM sketches; Spark sizes it ``ceil(2 / eps)`` wide, 2000 columns, so it does a
+little less work than a 2719-column sketch). Median of ``--runs`` runs.
+
+    .venv/bin/python bench/countmin_spark.py [--rows 10000000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from windowkit.datasets.countmin_streams import zipf_ids
+
+EPSILON, DELTA, WINDOW, SHARDS = 0.001, 1 / 16, 1_000_000, 2
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def write_input(rows: int, folder: str) -> str:
+    items = zipf_ids(rows, 1_000_000, alpha=1.0, seed=42)
+    pdf = pd.DataFrame({"item": items.astype("int64"), "t": pd.RangeIndex(rows).to_numpy()})
+    path = os.path.join(folder, "zipf.parquet")
+    pdf.to_parquet(path, index=False, row_group_size=1_000_000)
+    return path
+
+
+def time_distcm(spark, path: str, algorithm: str, snapshot_every: int | None) -> float:
+    from windowkit.spark.countmin import merge_count_min, windowed_count_min
+
+    df = spark.read.parquet(path)
+    start = time.perf_counter()
+    snaps = windowed_count_min(df, "item", "t", window=WINDOW, algorithm=algorithm,
+                               epsilon=EPSILON, delta=DELTA, shards=SHARDS,
+                               snapshot_every=snapshot_every)
+    merged = merge_count_min(snaps).first()
+    elapsed = time.perf_counter() - start
+    assert merged["n_seen"] == df.count()
+    return elapsed
+
+
+def time_spark_cms(spark, path: str) -> float:
+    df = spark.read.parquet(path)
+    start = time.perf_counter()
+    cms = df.stat.countMinSketch("item", EPSILON, 1 - DELTA, 1)
+    elapsed = time.perf_counter() - start
+    assert cms.totalCount() == df.count()
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+
+    from windowkit.spark.session import windowkit_session
+
+    spark = windowkit_session("local[2]", app_name="windowkit-bench", shuffle_partitions=2)
+    with tempfile.TemporaryDirectory() as folder:
+        path = write_input(args.rows, folder)
+        cases = [("Spark countMinSketch (no window)", None, None)]
+        for algorithm in ("splitter", "proportional"):
+            cases.append((f"DistCM {algorithm}, every eps'N", algorithm, None))
+            cases.append((f"DistCM {algorithm}, every N", algorithm, WINDOW))
+        # warm-up: JVM, Python workers, numba caches (not timed)
+        time_spark_cms(spark, path)
+        time_distcm(spark, path, "splitter", WINDOW)
+        seconds: dict[str, list[float]] = {name: [] for name, _, _ in cases}
+        for _ in range(args.runs):
+            for name, algorithm, every in cases:
+                if algorithm is None:
+                    seconds[name].append(time_spark_cms(spark, path))
+                else:
+                    seconds[name].append(time_distcm(spark, path, algorithm, every))
+                print(f"  {name}: {seconds[name][-1]:.1f} s", flush=True)
+    spark.stop()
+
+    peer = args.rows / statistics.median(seconds[cases[0][0]])
+    print(f"\nSpark DistCM throughput: {args.rows:,} rows, Zipf(1) over 1M ids, eps={EPSILON} "
+          f"delta=1/16, window N={WINDOW:,} per shard, {SHARDS} shards, local[2]; median of "
+          f"{args.runs} runs; load average {os.getloadavg()[0]:.1f}")
+    print(f"{'job':38s} {'median s':>9s} {'M rows/s':>9s} {'x countMinSketch':>17s}")
+    rows = []
+    for name, algorithm, every in cases:
+        med = statistics.median(seconds[name])
+        rate = args.rows / med
+        print(f"{name:38s} {med:9.1f} {rate / 1e6:9.2f} {rate / peer:17.2f}")
+        rows.append({"job": name, "algorithm": algorithm, "snapshot_every": every,
+                     "seconds": seconds[name], "median_s": med, "rows_per_s": rate,
+                     "ratio_to_spark_cms": rate / peer})
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = {"rows": args.rows, "runs": args.runs, "epsilon": EPSILON, "delta": DELTA,
+           "window": WINDOW, "shards": SHARDS, "master": "local[2]",
+           "machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+           "load_average_1m_at_end": os.getloadavg()[0], "results": rows}
+    (RESULTS / "countmin_spark.json").write_text(json.dumps(out, indent=2))
+    print(f"wrote {RESULTS / 'countmin_spark.json'}")
+
+
+if __name__ == "__main__":
+    main()
