@@ -18,19 +18,28 @@ before timing, median of ``--runs`` runs.
 Logical space compression = exact tuples / sketch tuples (the paper: close to eps n / 2 for the
 sliding window). Items are int64, then IPv4 strings (hashed with pandas' SipHash first).
 
-The Spark-job row is added by the Spark layer: register a callable with
-:func:`register_spark_row` (or set ``SPARK_ROW``); it receives the stream and returns a dict
-with at least ``name`` and ``tuples_per_s``.
+Spark rows (``--spark``): the "paper" stream (int items) as a Parquet file of rows with
+event times (slot * 30 s + a random offset), read by a ``local[2]`` session; the Spark job
+(:func:`windowkit.spark.persistent.persistent_items`) against the exact Spark SQL baseline
+(:func:`windowkit.spark.persistent.exact_persistent_items`), sliding (n = 288) and fixed
+(n = 2880), each run to completion into the ``noop`` sink, runs interleaved, median reported.
+``--spark-tuples`` takes a prefix of the stream; ``--only-spark`` skips the core rows. Any
+callable registered with :func:`register_spark_row` (or set as ``SPARK_ROW``) replaces it; it
+receives the stream and returns a dict with at least ``name`` and ``tuples_per_s``.
 
     python bench/persistent_speed.py            # ~10 M tuples, 3 runs
     python bench/persistent_speed.py --quick    # ~1 M tuples
+    python bench/persistent_speed.py --spark --only-spark --spark-runs 3
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import shutil
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -64,6 +73,76 @@ def register_spark_row(fn: Callable[[PersistentStream], dict[str, Any] | None]) 
     """Install the function that measures the Spark job on the same stream."""
     global SPARK_ROW
     SPARK_ROW = fn
+
+
+SLOT_SECONDS = 30
+
+
+def spark_row(stream: PersistentStream, runs: int = 3, tuples: int | None = None,
+              master: str = "local[2]") -> dict[str, Any]:
+    """Rows/s of the Spark job against the exact Spark SQL baseline on ``stream`` (int items)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from windowkit.spark.persistent import exact_persistent_items, persistent_items
+    from windowkit.spark.session import windowkit_session
+
+    size = len(stream) if tuples is None else min(len(stream), int(tuples))
+    slot_us = SLOT_SECONDS * 1_000_000
+    rng = np.random.default_rng(7)
+    times = stream.slots[:size] * slot_us + rng.integers(0, slot_us, size)
+    folder = Path(tempfile.mkdtemp(prefix="windowkit-persistent-bench-"))
+    try:
+        pq.write_table(pa.table({"item": stream.items[:size],
+                                 "t": pa.array(times, pa.timestamp("us", tz="UTC"))}),
+                       folder / "rows.parquet", row_group_size=1 << 20)
+        spark = windowkit_session(master, app_name="windowkit-persistent-bench")
+        df = spark.read.parquet(str(folder / "rows.parquet"))
+        _, fixed_n, window_n = SHAPES["paper"]
+        common = {"item": "item", "time": "t", "slot": f"{SLOT_SECONDS} seconds",
+                  "alpha": ALPHA}
+        jobs = {
+            "spark sliding sketch": lambda: persistent_items(
+                df, **common, window_slots=window_n, epsilon=EPSILON, sliding=True),
+            "spark sliding exact": lambda: exact_persistent_items(
+                df, **common, window_slots=window_n, sliding=True),
+            "spark fixed sketch": lambda: persistent_items(
+                df, **common, window_slots=fixed_n, epsilon=EPSILON, sliding=False),
+            "spark fixed exact": lambda: exact_persistent_items(
+                df, **common, window_slots=fixed_n, sliding=False),
+        }
+        seconds: dict[str, list[float]] = {name: [] for name in jobs}
+        reported = {  # also the warm-up: Python workers, numba cache, JVM JIT
+            name: job().where("estimate IS NOT NULL" if "sketch" in name
+                              else "persistence IS NOT NULL").count()
+            for name, job in jobs.items()}
+        for _ in range(runs):  # interleaved, so that load from elsewhere hits all alike
+            for name, job in jobs.items():
+                start = time.perf_counter()
+                job().write.format("noop").mode("overwrite").save()
+                seconds[name].append(time.perf_counter() - start)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    rows = []
+    for name, times_ in seconds.items():
+        med = statistics.median(times_)
+        rows.append({"algorithm": name, "rows": size, "seconds_median": med,
+                     "seconds_all": times_, "rows_per_s": size / med,
+                     "reported_rows": reported[name]})
+    for kind in ("sliding", "fixed"):
+        sketch = next(r for r in rows if r["algorithm"] == f"spark {kind} sketch")
+        exact = next(r for r in rows if r["algorithm"] == f"spark {kind} exact")
+        sketch["speedup_vs_exact"] = sketch["rows_per_s"] / exact["rows_per_s"]
+    print(f"Spark ({master}, {spark.conf.get('spark.sql.shuffle.partitions')} shuffle "
+          f"partitions): {size:,} rows of the 'paper' stream, int items, median of {runs}")
+    print(f"{'job':<22} {'M rows/s':>9} {'median s':>9} {'output rows':>12} {'vs exact':>8}")
+    for r in rows:
+        vs = f"{r['speedup_vs_exact']:.2f}x" if "speedup_vs_exact" in r else ""
+        print(f"{r['algorithm']:<22} {r['rows_per_s'] / 1e6:>9.3f} {r['seconds_median']:>9.1f} "
+              f"{r['reported_rows']:>12,} {vs:>8}")
+    sliding = rows[0]
+    return {"name": "spark sliding sketch", "tuples_per_s": sliding["rows_per_s"],
+            "master": master, "rows": rows}
 
 
 def make_algorithms(fixed_n: int, window: int) -> dict[str, Callable[[], Any]]:
@@ -137,7 +216,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--batch", type=int, default=1_000_000)
     parser.add_argument("--quick", action="store_true", help="1 M tuples, 3 runs")
     parser.add_argument("--no-strings", action="store_true")
+    parser.add_argument("--spark", action="store_true", help="add the Spark rows")
+    parser.add_argument("--spark-runs", type=int, default=3)
+    parser.add_argument("--spark-tuples", type=float, default=None,
+                        help="rows for the Spark jobs (default: the whole 'paper' stream)")
+    parser.add_argument("--only-spark", action="store_true", help="skip the core rows")
     args = parser.parse_args(argv)
+    if args.spark or args.only_spark:
+        register_spark_row(functools.partial(spark_row, runs=args.spark_runs,
+                                             tuples=args.spark_tuples))
     target = 1e6 if args.quick else args.tuples
     rows: list[dict[str, Any]] = []
     streams = {}
@@ -146,6 +233,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         stream = synthetic1(universe_size=int(round(target / per_item)), n_slots=n_slots,
                             seed=42)
         streams[shape] = stream
+        if args.only_spark:
+            continue
         print(f"[{shape}] Synthetic1: {len(stream):,} tuples, {stream.universe_size:,} items, "
               f"{n_slots} slots; fixed n={fixed_n}, sliding n={window_n}; alpha={ALPHA}, "
               f"eps={EPSILON}; batches of {args.batch:,}; median of {args.runs} runs")
@@ -165,14 +254,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "spark": spark,
         "target_tuples_per_s": TARGET,
     }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    if args.only_spark:
+        out = RESULTS / "persistent_speed_spark.json"
+        out.write_text(json.dumps({"streams": result["streams"], "spark": spark}, indent=2))
+        print(f"wrote {out}")
+        return result
     ints = [r for r in rows if r["items"] == "int" and "sketch" in r["algorithm"]]
     result["meets_target"] = all(r["tuples_per_s"] >= TARGET for r in ints)
     result["sketches_not_slower_than_exact"] = all(r["speedup_vs_exact"] >= 1 for r in ints)
     print(f"sketches >= {TARGET / 1e6:.0f} M tuples/s on int items: {result['meets_target']}; "
           f"no slower than exact: {result['sketches_not_slower_than_exact']}")
     if spark is None:
-        print("Spark-job row: not measured (no SPARK_ROW hook registered)")
-    RESULTS.mkdir(parents=True, exist_ok=True)
+        print("Spark-job row: not measured (run with --spark)")
     out = RESULTS / "persistent_speed.json"
     out.write_text(json.dumps(result, indent=2))
     print(f"wrote {out}")

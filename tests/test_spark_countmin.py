@@ -207,6 +207,24 @@ def test_streaming_over_parquet_files_equals_the_core(spark, tmp_path):
     pd.testing.assert_frame_equal(canonical(got), expected)
 
 
+def test_shard_operator_keeps_sites_apart_and_round_trips():
+    from windowkit.core.serialization import StateFormatError
+    from windowkit.spark.countmin import _ShardCountMinOperator, make_operator
+
+    template = make_operator(50, algorithm="simple", epsilon=0.1, delta=0.5, snapshot_every=4)
+    op = _ShardCountMinOperator(template.to_bytes())
+    batch = pd.DataFrame({"key": "", "time": np.arange(10), "item": np.arange(10) % 3,
+                          "wk_site": [0, 1] * 5})
+    first = op.process(batch.iloc[:6])
+    clone = _ShardCountMinOperator.from_bytes(op.to_bytes())
+    rest = pd.concat([clone.process(batch.iloc[6:]), clone.finish()], ignore_index=True)
+    out = pd.concat([first, rest], ignore_index=True)
+    assert out[["shard", "seq", "n_seen"]].values.tolist() == [
+        [0, 0, 4], [1, 0, 4], [0, 1, 5], [1, 1, 5]]
+    with pytest.raises(StateFormatError):
+        _ShardCountMinOperator.from_bytes(op.to_bytes()[:-3])
+
+
 def test_bad_parameters_raise_before_spark_runs(spark):
     from windowkit.spark.countmin import heavy_hitters, windowed_count_min
 

@@ -314,7 +314,9 @@ class ThresholdFramer(StreamOperator):
         slots_of_unique = self._state.slots(np.asarray(uniques))
         slot = slots_of_unique[codes_k]
         if len(slot) > 1 and not np.all(slot[1:] >= slot[:-1]):
-            order = np.argsort(slot, kind="stable")
+            # numpy's stable sort is a radix sort for 16-bit integers: far faster than mergesort
+            sortable = slot.astype(np.uint16) if self.n_keys <= 65536 else slot
+            order = np.argsort(sortable, kind="stable")
             slot, time, codes = slot[order], time[order], codes[order]
         return _Batch(self, slot, time, codes).run()
 
@@ -512,15 +514,15 @@ class _Batch:
         if spec.schedule is not None:
             gap = np.where(has_prev, time - prev_time, 0)
             pre_m = np.maximum(0, (2 * gap + spec.schedule) // (2 * spec.schedule) - 1)
+            self._w_cum = np.cumsum(1 + pre_m)  # elements through each row (running sum)
         else:
             pre_m = np.zeros(n, dtype=np.int64)
+            self._w_cum = None  # one element per row: the running count is the index + 1
         self.pre_m = pre_m
-        self.w_cum = np.cumsum(1 + pre_m)  # elements through each row (global running sum)
         is1 = codes == 1
-        self.zero_cum = np.cumsum(codes == 0)
+        self.zero_cum = np.cumsum(codes == 0) if spec.missing == "satisfying" else None
         self.key_start, self.key_end = key_start, key_end
         self.first_row = np.flatnonzero(key_start)  # first row position of each key run
-        self.run_of_row = np.cumsum(key_start) - 1
         outputs = []
         ones = np.flatnonzero(is1)
         groups = self._group_ones(ones)
@@ -532,6 +534,14 @@ class _Batch:
         if not outputs:
             return self.f.empty_output()
         return pd.concat(outputs, ignore_index=True) if len(outputs) > 1 else outputs[0]
+
+    def w_cum(self, rows: np.ndarray) -> np.ndarray:
+        """Elements (rows and absent reports) from the batch start through each row."""
+        return rows + 1 if self._w_cum is None else self._w_cum[rows]
+
+    def run_of(self, rows: np.ndarray) -> np.ndarray:
+        """Index of the key run each row belongs to."""
+        return np.searchsorted(self.first_row, rows, side="right") - 1
 
     # -- grouping --------------------------------------------------------------------------
     def _group_ones(self, ones: np.ndarray) -> dict:
@@ -554,7 +564,7 @@ class _Batch:
             no_zero_between[1:] = zc[ones[1:]] == zc[ones[:-1]]
             joins_prev = same_key_prev & no_zero_between
             first_in_key = ~same_key_prev
-            run_first = self.first_row[self.run_of_row[ones]]
+            run_first = self.first_row[self.run_of(ones)]
             zeros_before = zc[ones] - zc[run_first] + (self.codes[run_first] == 0)
             joins_carry = first_in_key & st.open[slot[ones]] & (zeros_before == 0)
         new_group = ~joins_prev
@@ -586,7 +596,7 @@ class _Batch:
             stay = ~close
             ss = s[stay]
             st.pend_end[ss] = end[stay]
-            elems = self.w_cum[last_row[stay]] - self.w_cum[first[stay]] + 1 + self.pre_m[
+            elems = self.w_cum(last_row[stay]) - self.w_cum(first[stay]) + 1 + self.pre_m[
                 first[stay]]
             st.pend_n[ss] += elems
         return self.f._close_carried(s[close], end[close])
@@ -599,24 +609,23 @@ class _Batch:
         ends = np.append(starts[1:], len(ones)) - 1  # index into `ones` of each group's last
         a_row, b_row = ones[starts], ones[ends]
         g_slot = slot[a_row]
-        w_cum = self.w_cum
         # n_through(j) = base_n + w_cum[j] - base_w ; ones_through(j) = base_o + rank(j)
         base_n = np.ones(n_groups, dtype=np.int64)
-        base_w = w_cum[a_row].copy()
+        base_w = self.w_cum(a_row)
         base_o = np.zeros(n_groups, dtype=np.int64)  # ones before the group's first batch row
         g_start = time[a_row].copy()
         m = np.flatnonzero(merged)
         if len(m):
             ms = g_slot[m]
-            first = self.first_row[self.run_of_row[a_row[m]]]
+            first = self.first_row[self.run_of(a_row[m])]
             # elements after the carried last: pending + rows from the key's first row
-            base_w[m] = w_cum[first] - (1 + self.pre_m[first])
+            base_w[m] = self.w_cum(first) - (1 + self.pre_m[first])
             base_n[m] = st.f_n[ms] + st.pend_n[ms]
             base_o[m] = st.f_ones[ms]
             g_start[m] = st.f_start[ms]
         group_of_one = np.repeat(np.arange(n_groups), ends - starts + 1)
         rank = np.arange(len(ones)) - starts[group_of_one]  # 0-based rank within group
-        n_thru = base_n[group_of_one] + w_cum[ones] - base_w[group_of_one]
+        n_thru = base_n[group_of_one] + self.w_cum(ones) - base_w[group_of_one]
         ones_thru = base_o[group_of_one] + rank + 1
         size_d = (n_thru if spec.min_duration.kind == "rows"
                   else time[ones] - g_start[group_of_one])
@@ -657,7 +666,7 @@ class _Batch:
         if spec.missing == "unsatisfied":
             closed = has_next
         else:
-            run_last = np.append(self.first_row[1:], self.n)[self.run_of_row[b_row]] - 1
+            run_last = np.append(self.first_row[1:], self.n)[self.run_of(b_row)] - 1
             closed = has_next & (self.zero_cum[run_last] > self.zero_cum[b_row])
         n_last = n_thru[ends]
         ones_last = ones_thru[ends]
@@ -683,8 +692,8 @@ class _Batch:
             st.anchor[s] = anchor[open_g]
             st.k_done[s] = k_done[open_g]
         if spec.missing == "satisfying" and len(open_g):
-            run_last = np.append(self.first_row[1:], self.n)[self.run_of_row[b_row[open_g]]] - 1
-            st.pend_n[s] = w_cum[run_last] - w_cum[b_row[open_g]]
+            run_last = np.append(self.first_row[1:], self.n)[self.run_of(b_row[open_g])] - 1
+            st.pend_n[s] = self.w_cum(run_last) - self.w_cum(b_row[open_g])
             pending = has_next[open_g]
             st.pend_end[s[pending]] = end[open_g][pending]
         return pd.concat([o for o in outputs if len(o)] or [self.f.empty_output()],

@@ -226,10 +226,10 @@ class _ShardCountMinOperator(StreamOperator):
         sites = batch[_SITE].to_numpy().astype(np.int64)
         rows = pd.DataFrame({TIME: batch[TIME].to_numpy().astype(np.int64),
                              ITEM: batch[ITEM].to_numpy().astype(np.int64)})
+        unique = np.unique(sites)
         outs = []
-        for site in np.unique(sites):
-            part = rows if sites[0] == sites[-1] == site and (sites == site).all() else (
-                rows[sites == site].reset_index(drop=True))
+        for site in unique:  # one site per Spark group unless routing labels are bypassed
+            part = rows if len(unique) == 1 else rows[sites == site].reset_index(drop=True)
             outs.append(self._site(int(site)).process(part).assign(shard=int(site)))
         return self._frame(outs)
 

@@ -80,10 +80,9 @@ def persistent_items(
     the state per shard is about ``2 / (epsilon * window_slots)`` times the distinct
     (item, slot) pairs of the window.
 
-    * Batch: distinct (item, slot) pairs are taken in the JVM first (persistence counts
-      distinct slots, so repeated rows change nothing), then each shard runs the operator over
-      its pairs. Sliding windows end at every slot from the first slot of an item's shard to
-      the last slot of the whole input.
+    * Batch: each shard runs the operator over all its rows, then ends the input. Sliding
+      windows end at every slot from the first slot of a shard to the last slot of the whole
+      input (found by one aggregation over ``df`` when the function is called).
     * Streaming: rows go to the shards as they come; a slot closes when the watermark
       (``late`` behind the latest event time) passes its end, and its window's rows are then
       emitted once (append mode). Rows behind the watermark are reported as ``late``.
@@ -177,29 +176,15 @@ def persistent_items(
     bucket = F.pmod(F.xxhash64(item_col), F.lit(_BUCKETS_PER_SHARD * shards))
     schema = PersistentItemsOperator(alpha, epsilon, window_slots, slot_us,
                                      **op_kwargs).output_schema
-    if df.isStreaming:
-        job = OperatorJob(
-            factory=functools.partial(PersistentItemsOperator, alpha, epsilon, window_slots,
-                                      slot_us, **op_kwargs),
-            schema=schema, inputs={ITEM: item_value})
-        out = run_operator(df, job, time=micros, key=bucket, shards=shards, late=late)
-    else:
-        valid = micros.isNotNull()
-        slot_index = _slot_index(micros, slot_us)
-        pairs = df.where(valid).select(item_value.alias(ITEM), bucket.alias("wk_bucket"),
-                                       slot_index.alias(_SLOT)).distinct()
-        end_slot = df.where(valid).agg(F.max(slot_index)).first()[0]  # one scan, no shuffle
-        job = OperatorJob(
-            factory=functools.partial(_BoundedPersistentOperator, alpha, epsilon, window_slots,
-                                      slot_us, end_slot=end_slot, **op_kwargs),
-            schema=schema, inputs={ITEM: F.col(ITEM)})
-        start_us = F.col(_SLOT) * F.lit(slot_us)
-        out = run_operator(pairs, job, time=start_us, key="wk_bucket", shards=shards)
-        rejected = df.where(~valid).select(
-            *[F.lit(None).cast(f.dataType).alias(f.name) for f in out.schema.fields[:-2]],
-            F.lit("malformed").alias(REJECTED),
-            F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns])).alias(DETAIL_OUT))
-        out = out.unionByName(rejected)
+    factory = functools.partial(PersistentItemsOperator, alpha, epsilon, window_slots,
+                                slot_us, **op_kwargs)
+    if not df.isStreaming and mode == "sliding":
+        # Each shard must run its windows to the input's last slot, not its own last row's.
+        end_slot = df.agg(F.max(_slot_index(micros, slot_us))).first()[0]
+        factory = functools.partial(_BoundedPersistentOperator, alpha, epsilon, window_slots,
+                                    slot_us, end_slot=end_slot, **op_kwargs)
+    job = OperatorJob(factory=factory, schema=schema, inputs={ITEM: item_value})
+    out = run_operator(df, job, time=micros, key=bucket, shards=shards, late=late)
     status = F.coalesce(F.col(REJECTED), F.lit(REPORTED))
     out = out.select(
         "window_end_slot",
@@ -272,7 +257,7 @@ def exact_persistent_items(
              .distinct())
     n = F.lit(window_slots)
     if not sliding:
-        window_index = F.floor(F.col(_SLOT) / n)
+        window_index = _slot_index(F.col(_SLOT), window_slots)  # floor(slot / n)
         counts = pairs.groupBy(ITEM, window_index.alias("wk_w")).agg(F.count("*").alias("p"))
         out = counts.where(F.col("p") >= need).select(
             (F.col("wk_w") * n + n - 1).alias("window_end_slot"), ITEM, F.col("p"))

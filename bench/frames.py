@@ -1,0 +1,212 @@
+"""Threshold frames: core, Spark batch, hand-written gaps-and-islands SQL, Structured Streaming.
+
+10 M router readings over 1,000 keys (``--rows`` to scale). Every path must produce the frames
+the SQL query gives (``loss_rate > 0.003`` for at least 3 rows, per router, no schedule); the
+script checks that, prints a table of rows/s with ratios to the SQL query, and writes JSON to
+``bench/results/frames.json``.
+
+    .venv/bin/python bench/frames.py             # 10 M rows, 3 runs each
+    .venv/bin/python bench/frames.py --rows 1e6  # quicker
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pandas as pd
+
+from windowkit.core.frames import ThresholdFramer, predicate_codes
+from windowkit.datasets.routers import router_readings
+
+THRESHOLD = 0.003
+MIN_ROWS = 3
+KEY_COLUMNS = ["router", "start", "last", "end", "n_tuples"]
+
+GAPS_AND_ISLANDS = f"""
+WITH flagged AS (
+  SELECT router, time, loss_rate > {THRESHOLD} AS hot,
+         LAG(loss_rate > {THRESHOLD}) OVER w AS prev_hot,
+         LEAD(time) OVER w AS next_time
+  FROM readings
+  WINDOW w AS (PARTITION BY router ORDER BY time)
+), islands AS (
+  SELECT *, SUM(CASE WHEN hot AND NOT COALESCE(prev_hot, false) THEN 1 ELSE 0 END)
+              OVER (PARTITION BY router ORDER BY time ROWS UNBOUNDED PRECEDING) AS island
+  FROM flagged
+)
+SELECT router, MIN(time) AS start, MAX(time) AS last,
+       COALESCE(MAX_BY(next_time, time), MAX(time) + INTERVAL 1 MICROSECOND) AS end,
+       COUNT(*) AS n_tuples
+FROM islands WHERE hot
+GROUP BY router, island
+HAVING COUNT(*) >= {MIN_ROWS}
+"""
+
+
+def micros(ts: pd.Series) -> np.ndarray:
+    return ts.astype("datetime64[us, UTC]").astype("int64").to_numpy()
+
+
+def canonical(df: pd.DataFrame) -> pd.DataFrame:
+    df = df[KEY_COLUMNS].copy()
+    for col in ("start", "last", "end"):
+        if not pd.api.types.is_integer_dtype(df[col]):
+            df[col] = micros(pd.to_datetime(df[col], utc=True))
+    df = df.astype({"router": object, "start": "int64", "last": "int64", "end": "int64",
+                    "n_tuples": "int64"})
+    return df.sort_values(["router", "start"]).reset_index(drop=True)
+
+
+def timed(fn, runs: int) -> tuple[float, object]:
+    times, result = [], None
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), result
+
+
+def run_core(readings: pd.DataFrame, runs: int) -> dict:
+    """The core framer alone, on the time-ordered interleaved stream and on key-grouped rows."""
+    by_time = readings.sort_values("time", kind="stable")
+    t, codes = micros(by_time["time"]), predicate_codes(by_time["loss_rate"].to_numpy() > THRESHOLD)
+    keys = by_time["router"].to_numpy()
+    grouped = readings.sort_values(["router", "time"], kind="stable")
+    gt, gcodes = micros(grouped["time"]), predicate_codes(
+        grouped["loss_rate"].to_numpy() > THRESHOLD)
+    gkeys = grouped["router"].to_numpy()
+
+    def frame(t, codes, keys):
+        framer = ThresholdFramer(f"{MIN_ROWS} rows")
+        out = framer.update(t, codes, key=keys)
+        return pd.concat([out, framer.finish()], ignore_index=True)
+
+    secs, out = timed(lambda: frame(t, codes, keys), runs)
+    secs_grouped, out_grouped = timed(lambda: frame(gt, gcodes, gkeys), runs)
+    out = canonical(out.rename(columns={"key": "router"}))
+    out_grouped = canonical(out_grouped.rename(columns={"key": "router"}))
+    pd.testing.assert_frame_equal(out, out_grouped)
+    return {"time_ordered": (secs, out), "key_grouped": (secs_grouped, out_grouped)}
+
+
+def run_spark(spark, path: str, runs: int, shards: int) -> dict:
+    from pyspark.sql import functions as F
+
+    from windowkit.spark import threshold_frames
+
+    df = spark.read.parquet(path)
+    df.createOrReplaceTempView("readings")
+
+    def sql():
+        return spark.sql(GAPS_AND_ISLANDS).toPandas()
+
+    def batch():
+        out = threshold_frames(df, "time", F.col("loss_rate") > THRESHOLD, by="router",
+                               min_duration=f"{MIN_ROWS} rows", shards=shards)
+        return out.filter("status = 'final'").toPandas()
+
+    sql_secs, sql_out = timed(sql, runs)
+    batch_secs, batch_out = timed(batch, runs)
+    return {"sql": (sql_secs, canonical(sql_out)), "batch": (batch_secs, canonical(batch_out))}
+
+
+def run_streaming(spark, readings: pd.DataFrame, workdir: str, n_files: int, shards: int):
+    """End to end: 10 parquet files, one per micro-batch, to a parquet sink."""
+    from windowkit.spark import threshold_frames
+
+    source = os.path.join(workdir, "stream_in")
+    os.makedirs(source)
+    far = readings["time"].max() + pd.Timedelta(days=1)
+    closers = pd.DataFrame({"router": sorted(readings["router"].unique()), "time": far,
+                            "loss_rate": 0.0})
+    mover = closers.head(1).assign(time=far + pd.Timedelta(days=1))
+    pieces = [*np.array_split(readings, n_files), closers, mover]
+    for i, piece in enumerate(pieces):
+        file = os.path.join(source, f"part-{i:03d}.parquet")
+        piece.astype({"time": "datetime64[us, UTC]"}).to_parquet(file, index=False)
+        os.utime(file, (1_700_000_000 + i, 1_700_000_000 + i))
+    schema = spark.read.parquet(source).schema
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(source)
+    out = threshold_frames(stream, "time", f"loss_rate > {THRESHOLD}", by="router",
+                           min_duration=f"{MIN_ROWS} rows", late="10 minutes", shards=shards)
+    sink = os.path.join(workdir, "stream_out")
+    t0 = time.perf_counter()
+    query = (out.writeStream.format("parquet").option("path", sink)
+             .option("checkpointLocation", os.path.join(workdir, "ck")).start())
+    query.processAllAvailable()
+    secs = time.perf_counter() - t0
+    query.stop()
+    result = spark.read.parquet(sink)
+    return secs, canonical(result.filter("status = 'final'").toPandas())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=float, default=10e6, help="readings (default 10 M)")
+    parser.add_argument("--keys", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=3, help="runs per timing (median)")
+    parser.add_argument("--files", type=int, default=10, help="files for the streaming run")
+    parser.add_argument("--shards", type=int, default=None)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--output", default=os.path.join(os.path.dirname(__file__), "results"))
+    args = parser.parse_args()
+
+    n_reports = int(args.rows / args.keys / 0.98)
+    readings = router_readings(n_routers=args.keys, n_reports=n_reports, seed=1)
+    n = len(readings)
+    print(f"{n:,} readings over {args.keys} routers", file=sys.stderr)
+    workdir = tempfile.mkdtemp(prefix="wk-bench-frames-")
+    path = os.path.join(workdir, "readings.parquet")
+    readings.astype({"time": "datetime64[us, UTC]"}).to_parquet(path, index=False)
+
+    results = run_core(readings, args.runs)
+    from windowkit.spark import windowkit_session
+
+    spark = windowkit_session(args.master, app_name="bench-frames")
+    shards = args.shards or int(spark.conf.get("spark.sql.shuffle.partitions"))
+    results.update(run_spark(spark, path, args.runs, shards))
+    results["streaming"] = run_streaming(spark, readings, workdir, args.files, shards)
+    shutil.rmtree(workdir, ignore_errors=True)
+
+    expected = results["sql"][1]
+    rows = []
+    labels = {
+        "sql": "(c) gaps-and-islands Spark SQL (lag, running sum, groupBy island)",
+        "time_ordered": "(a) core ThresholdFramer, time-ordered stream of all keys",
+        "key_grouped": "(a') core ThresholdFramer, rows grouped by key",
+        "batch": "(b) threshold_frames, Spark batch",
+        "streaming": f"(d) threshold_frames, Structured Streaming, {args.files} files",
+    }
+    for name in ("sql", "time_ordered", "key_grouped", "batch", "streaming"):
+        secs, frames = results[name]
+        same = frames.equals(expected)
+        rows.append({"path": labels[name], "seconds": round(secs, 3),
+                     "rows_per_s": n / secs, "ratio_to_sql": results["sql"][0] / secs,
+                     "frames": len(frames), "same_frames_as_sql": same})
+    width = max(len(r["path"]) for r in rows)
+    print(f"\n{'path':<{width}}  {'seconds':>8}  {'M rows/s':>9}  {'x SQL':>6}  "
+          f"{'frames':>7}  same as SQL")
+    for r in rows:
+        print(f"{r['path']:<{width}}  {r['seconds']:>8.2f}  {r['rows_per_s'] / 1e6:>9.2f}  "
+              f"{r['ratio_to_sql']:>6.2f}  {r['frames']:>7}  {r['same_frames_as_sql']}")
+    os.makedirs(args.output, exist_ok=True)
+    report = {"rows": n, "keys": args.keys, "runs": args.runs, "master": args.master,
+              "shards": shards, "machine": f"{platform.machine()} {os.cpu_count()} cores",
+              "results": rows}
+    with open(os.path.join(args.output, "frames.json"), "w") as fh:
+        json.dump(report, fh, indent=2)
+    if not all(r["same_frames_as_sql"] for r in rows):
+        sys.exit("some path did not reproduce the SQL query's frames")
+
+
+if __name__ == "__main__":
+    main()
