@@ -34,6 +34,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from windowkit.core.operator import KEY, TIME, EventTimeRunner, StreamOperator
 
 SHARD = "wk_shard"  # no leading "__": TWS renames such columns positionally
+SHARD_OUT = "shard"
 DETAIL = "wk_detail"
 REJECTED = "rejected"
 DETAIL_OUT = "detail"
@@ -71,7 +72,8 @@ class OperatorJob:
 
     def spark_schema(self) -> T.StructType:
         fields = [T.StructField(n, _SPARK_TYPES[t], True) for n, t in self.schema]
-        fields += [T.StructField(REJECTED, T.StringType(), True),
+        fields += [T.StructField(SHARD_OUT, T.IntegerType(), True),
+                   T.StructField(REJECTED, T.StringType(), True),
                    T.StructField(DETAIL_OUT, T.StringType(), True)]
         return T.StructType(fields)
 
@@ -84,6 +86,7 @@ def run_operator(
     key: str | Column | None,
     shards: int | None = None,
     late: str | None = None,
+    shard: Column | None = None,
 ) -> DataFrame:
     """Run ``job``'s operator over ``df`` on batch or streaming DataFrames alike.
 
@@ -103,12 +106,15 @@ def run_operator(
     late : str, optional
         Streaming only: watermark delay, e.g. ``"1 minute"``; rows older than the watermark
         are reported as late.
+    shard : Column, optional
+        An explicit shard per row, an integer in ``[0, shards)`` (e.g. a DistCM site); by
+        default ``pmod(xxhash64(key), shards)``, which keeps each key on one shard.
 
     Returns
     -------
     DataFrame
-        The operator's columns (``timestamp`` columns as Spark timestamps) plus ``rejected`` and
-        ``detail``.
+        The operator's columns (``timestamp`` columns as Spark timestamps) plus ``shard`` (the
+        shard that produced the row), ``rejected`` and ``detail``.
     """
     spark = df.sparkSession
     if shards is None:
@@ -123,8 +129,10 @@ def run_operator(
     if job.valid is not None:
         malformed = malformed | ~F.coalesce(job.valid, F.lit(False))
     original = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
+    if shard is None:
+        shard = F.pmod(F.xxhash64(key_col.cast("string")), F.lit(shards))
     prepared = df.select(
-        F.pmod(F.xxhash64(key_col.cast("string")), F.lit(shards)).cast("int").alias(SHARD),
+        shard.cast("int").alias(SHARD),
         key_col.cast("string").alias(KEY),
         micros.alias(TIME),
         *[col.alias(name) for name, col in job.inputs.items()],
@@ -149,7 +157,8 @@ def run_operator(
             good, rejected = _split_malformed(pdf, names)
             output, _ = runner.push(good)
             return _to_spark_frame(pd.concat([output, runner.finish()], ignore_index=True),
-                                   rejected, runner.operator.output_schema)
+                                   rejected, runner.operator.output_schema,
+                                   int(pdf[SHARD].iloc[0]))
 
         out = prepared.groupBy(SHARD).applyInPandas(run_batch, schema)
     for name, kind in job.schema:
@@ -191,14 +200,15 @@ def _json_default(value: object) -> object:
 
 
 def _to_spark_frame(
-    output: pd.DataFrame, rejected: pd.DataFrame, schema: list[tuple[str, str]]
+    output: pd.DataFrame, rejected: pd.DataFrame, schema: list[tuple[str, str]], shard: int
 ) -> pd.DataFrame:
     names = [n for n, _ in schema]
-    output = output[names].assign(**{REJECTED: None, DETAIL_OUT: None})
+    output = output[names].assign(**{SHARD_OUT: shard, REJECTED: None, DETAIL_OUT: None})
     if not len(rejected):
         return output
     # Rejected rows are rare: pad them with nulls and widen to object dtypes only then.
     padded = {n: pd.Series([None] * len(rejected), dtype=object) for n in names}
+    padded[SHARD_OUT] = shard
     padded[REJECTED] = rejected[REJECTED].to_numpy()
     padded[DETAIL_OUT] = rejected[DETAIL_OUT].to_numpy()
     padded = pd.DataFrame(padded)
@@ -245,13 +255,13 @@ class _RunnerProcessor(StatefulProcessor):
         if len(late):
             rejected = pd.concat([rejected, _late_frame(late, self.inputs)], ignore_index=True)
         self._save(runner)
-        yield _to_spark_frame(output, rejected, runner.operator.output_schema)
+        yield _to_spark_frame(output, rejected, runner.operator.output_schema, int(key[0]))
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator:
         runner = self._load()
         output = runner.advance(_watermark_us(timerValues))
         self._save(runner)
-        yield _to_spark_frame(output, pd.DataFrame(), runner.operator.output_schema)
+        yield _to_spark_frame(output, pd.DataFrame(), runner.operator.output_schema, int(key[0]))
 
     def close(self) -> None:
         pass

@@ -44,7 +44,8 @@ def windowkit_session(
 ) -> SparkSession:
     """Get or create a SparkSession with windowkit's configuration.
 
-    Local mode (``local[*]``) unless ``master`` names a cluster. Sets the Python workers to this
+    Local mode (``local[*]``) unless ``master`` names a cluster; with no ``master`` and no
+    ``extra_conf``, an active session is returned unchanged. Sets the Python workers to this
     interpreter, the RocksDB state store (needed by ``transformWithStateInPandas``), Arrow with
     large batches, shuffle partitions sized for the machine (one per core in local mode), RocksDB
     changelog checkpointing, and UTC session time.
@@ -71,6 +72,9 @@ def windowkit_session(
     ...     "spark.sql.streaming.stateStore.providerClass").endswith("RocksDBStateStoreProvider")
     ('UTC', True)
     """
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None and not extra_conf:
+        return active  # keep the caller's session and its configuration as they are
     check_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
