@@ -167,14 +167,19 @@ class EventTimeRunner:
         if self._buffer is None or not len(self._buffer):
             return self.operator.empty_output()
         times = self._buffer[TIME].to_numpy()
-        ready = np.ones(len(times), dtype=bool) if watermark is None else times <= watermark
-        if not ready.any():
-            return self.operator.empty_output()
-        released = self._buffer[ready]
-        order = np.argsort(released[TIME].to_numpy(), kind="stable")
-        rest = self._buffer[~ready]
-        self._buffer = rest.reset_index(drop=True) if len(rest) else None
-        return self.operator.process(released.iloc[order].reset_index(drop=True))
+        if watermark is None or times.max() <= watermark:  # everything goes: no mask copies
+            released, self._buffer = self._buffer, None
+        else:
+            ready = times <= watermark
+            if not ready.any():
+                return self.operator.empty_output()
+            released = self._buffer[ready]
+            self._buffer = self._buffer[~ready].reset_index(drop=True)
+        times = released[TIME].to_numpy()
+        if len(times) > 1 and not np.all(times[1:] >= times[:-1]):
+            order = np.argsort(times, kind="stable")
+            released = released.iloc[order]
+        return self.operator.process(released.reset_index(drop=True))
 
     def to_bytes(self) -> bytes:
         """Serialize the operator, the buffer, the watermark and the late count."""
