@@ -36,8 +36,6 @@ from pyspark.sql import types as T
 
 from windowkit.core.countmin_operator import ITEM, WindowedCountMinOperator
 from windowkit.core.durations import to_micros
-from windowkit.core.operator import TIME, StreamOperator
-from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
 from windowkit.core.sketches import (
     CountMin,
     PerfectWindowCM,
@@ -65,7 +63,6 @@ ITEM_KEY = "item_key"
 POSITION = "position"
 SNAPSHOT_COLUMNS = ["shard", "seq", "n_seen", "time", "sketch"]
 MERGED_COLUMNS = ["shards", "n_seen", "time", "window_count", "sketch"]
-_SITE = "wk_site"  # input column of the operator: the DistCM site of the row
 
 
 # ------------------------------------------------------------------ site assignment and hashing
@@ -169,104 +166,7 @@ def _position(df: DataFrame, time: str | Column | None) -> Column:
     return F.monotonically_increasing_id()
 
 
-_LABELS: dict[int, tuple[str, ...]] = {}
-
-
-def _routing_labels(spark: Any, shards: int) -> tuple[str, ...]:
-    """For each site ``s``, a string the adapter hashes into Spark group ``s``.
-
-    The adapter routes a row to group ``pmod(xxhash64(key), shards)``; giving site ``s`` the
-    key ``labels[s]`` makes group == site, so every site runs alone in its own group (no two
-    sites collide on one core).
-    """
-    if shards in _LABELS:
-        return _LABELS[shards]
-    found: dict[int, str] = {}
-    start, size = 0, 64 * shards + 64
-    while len(found) < shards:
-        ids = spark.range(start, start + size)
-        group = F.pmod(F.xxhash64(F.col("id").cast("string")), F.lit(shards)).alias("g")
-        for g, first in ids.select(group, "id").groupBy("g").agg(F.min("id")).collect():
-            found.setdefault(int(g), str(first))
-        start += size
-    _LABELS[shards] = tuple(found[s] for s in range(shards))
-    return _LABELS[shards]
-
-
-# ------------------------------------------------------------------ the per-shard operator
-class _ShardCountMinOperator(StreamOperator):
-    """One :class:`WindowedCountMinOperator` per site seen in a Spark group; snapshots carry the
-    site as ``shard``.
-
-    Engine-free (it only uses the core), it lives here because only the Spark layer routes sites.
-    """
-
-    FORMAT_TAG = "CMSHARDS"
-    FORMAT_VERSION = 1
-
-    def __init__(self, template: bytes) -> None:
-        self.template = bytes(template)
-        self.sites: dict[int, WindowedCountMinOperator] = {}
-
-    @property
-    def output_schema(self) -> list[tuple[str, str]]:
-        """``shard`` then the columns of :class:`WindowedCountMinOperator`."""
-        return [("shard", "int64"), ("seq", "int64"), ("n_seen", "int64"),
-                ("time", "timestamp"), ("sketch", "binary")]
-
-    def _site(self, site: int) -> WindowedCountMinOperator:
-        if site not in self.sites:
-            self.sites[site] = WindowedCountMinOperator.from_bytes(self.template)
-        return self.sites[site]
-
-    def process(self, batch: pd.DataFrame) -> pd.DataFrame:
-        """Feed each site's rows (in time order) to its sketch; return the snapshots due."""
-        if not len(batch):
-            return self.empty_output()
-        sites = batch[_SITE].to_numpy().astype(np.int64)
-        rows = pd.DataFrame({TIME: batch[TIME].to_numpy().astype(np.int64),
-                             ITEM: batch[ITEM].to_numpy().astype(np.int64)})
-        unique = np.unique(sites)
-        outs = []
-        for site in unique:  # one site per Spark group unless routing labels are bypassed
-            part = rows if len(unique) == 1 else rows[sites == site].reset_index(drop=True)
-            outs.append(self._site(int(site)).process(part).assign(shard=int(site)))
-        return self._frame(outs)
-
-    def finish(self) -> pd.DataFrame:
-        """A final snapshot of every site's current window."""
-        return self._frame([self.sites[s].finish().assign(shard=s) for s in sorted(self.sites)])
-
-    def _frame(self, outs: list[pd.DataFrame]) -> pd.DataFrame:
-        outs = [o for o in outs if len(o)]
-        if not outs:
-            return self.empty_output()
-        out = pd.concat(outs, ignore_index=True)
-        return out[[c for c, _ in self.output_schema]].astype({"shard": "int64"})
-
-    def to_bytes(self) -> bytes:
-        """Serialize the template and every site's operator."""
-        arrays = {"template": np.frombuffer(self.template, dtype=np.uint8)}
-        for site, op in self.sites.items():
-            arrays[f"site:{site}"] = np.frombuffer(op.to_bytes(), dtype=np.uint8)
-        meta = {"sites": sorted(self.sites)}
-        return pack_state(self.FORMAT_TAG, self.FORMAT_VERSION, meta, arrays)
-
-    @classmethod
-    def from_bytes(cls, blob: bytes) -> _ShardCountMinOperator:
-        """Rebuild from :meth:`to_bytes` output."""
-        meta, arrays = unpack_state(blob, cls.FORMAT_TAG, cls.FORMAT_VERSION)
-        try:
-            op = cls(arrays["template"].tobytes())
-            for site in meta["sites"]:
-                op.sites[int(site)] = WindowedCountMinOperator.from_bytes(
-                    arrays[f"site:{site}"].tobytes())
-        except (KeyError, TypeError) as exc:
-            msg = f"{cls.FORMAT_TAG} state is corrupt: {exc}"
-            raise StateFormatError(msg) from exc
-        return op
-
-
+# ------------------------------------------------------------------ the per-site operator
 def make_operator(
     window: int,
     *,
@@ -282,8 +182,9 @@ def make_operator(
 ) -> WindowedCountMinOperator:
     """The core operator one site of :func:`windowed_count_min` runs (validates parameters).
 
-    Tests and users can run it on the rows of one shard (``count_min_sites``) to reproduce the
-    Spark result with the core alone.
+    It is the adapter's factory (each Spark group is one site), so running it on the rows of
+    one shard (:func:`count_min_sites`, in ``position`` order) reproduces that shard's Spark
+    snapshots with the core alone.
 
     Examples
     --------
@@ -403,7 +304,8 @@ def windowed_count_min(
     DataFrame
         ``shard`` (int), ``seq``, ``n_seen`` (samples consumed by the shard), ``time`` (of the
         last sample consumed; the input's type), ``sketch`` (a :class:`CountMin` as bytes),
-        ``rejected`` and ``detail`` (null, or ``"malformed"``/``"late"`` and the row as JSON).
+        ``rejected`` and ``detail`` (null, or ``"malformed"``/``"late"`` and the row as JSON;
+        a rejected row's other columns are null except ``shard``, the site it was routed to).
 
     Raises
     ------
@@ -421,25 +323,21 @@ def windowed_count_min(
     ...                    ).orderBy("item").collect()
     [Row(item=0, estimate=4), Row(item=1, estimate=3), Row(item=2, estimate=4)]
     """
-    template = make_operator(window, unit=unit, tick=tick, algorithm=algorithm, epsilon=epsilon,
-                             delta=delta, snapshot_every=snapshot_every, seed=seed, tau=tau,
-                             mu=mu)
+    params = {"unit": unit, "tick": tick, "algorithm": algorithm, "epsilon": epsilon,
+              "delta": delta, "snapshot_every": snapshot_every, "seed": seed, "tau": tau,
+              "mu": mu}
+    template = make_operator(window, **params)  # validates before any Spark job runs
     if unit == "ticks" and time is None:
         msg = "`time` is required with unit='ticks'"
         raise ValueError(msg)
     shards = check_int("shards", _default_shards(df, shards), 1)
     item_col = F.col(item) if isinstance(item, str) else item
     key, position, site = _site_columns(df, item, time, by, shards)
-    labels = _routing_labels(df.sparkSession, shards)
-    routing = F.element_at(F.array(*[F.lit(x) for x in labels]), site + 1)
-    job = OperatorJob(
-        factory=functools.partial(_ShardCountMinOperator, template.to_bytes()),
-        schema=_ShardCountMinOperator(b"").output_schema,
-        inputs={ITEM: key, _SITE: site.cast("long")},
-    )
+    # The site is the adapter's shard: each Spark group runs exactly one site's core operator.
+    job = OperatorJob(factory=functools.partial(make_operator, window, **params),
+                      schema=template.output_schema, inputs={ITEM: key})
     event_time = F.when(item_col.isNotNull(), position)
-    out = run_operator(df, job, time=event_time, key=routing, shards=shards, late=late)
-    out = out.withColumn(SHARD, F.col(SHARD).cast("int"))
+    out = run_operator(df, job, time=event_time, key=None, shards=shards, late=late, shard=site)
     if time is None:
         out = out.withColumn("time", F.lit(None).cast("timestamp"))
     elif isinstance(_column_type(df, time), T.IntegralType):
@@ -626,7 +524,8 @@ def heavy_hitters(
     the coordinator's view is the sum of the latest matrix of every shard so far (DistCM), its
     window count ``W`` the view's mean row sum, and every candidate with
     ``estimate >= phi * W`` (and ``estimate > 0``) is reported. With ``latest=True`` only the
-    final view (that of :func:`merge_count_min`) is evaluated.
+    final view (that of :func:`merge_count_min`) is evaluated. Snapshots without a time (input
+    without ``time``) are replayed shard by shard.
 
     Parameters
     ----------
