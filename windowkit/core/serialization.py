@@ -19,6 +19,7 @@ import zlib
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 MAGIC = b"WKIT"
 CONTAINER_VERSION = 1
@@ -63,10 +64,13 @@ def pack_state(
     for name, arr in arrays.items():
         arr = np.asarray(arr)
         if arr.dtype == object or arr.dtype.kind == "U":
-            encoded = [str(v).encode("utf-8") for v in arr.ravel()]
+            # dictionary-encode: per-row strings cost a Python call each, distinct values few
+            codes, uniques = pd.factorize(arr.ravel(), use_na_sentinel=True)
+            encoded = [str(v).encode("utf-8") for v in uniques]
             lengths = np.array([len(e) for e in encoded], dtype="<i8")
-            specs.append({"name": name, "dtype": "utf8", "shape": list(arr.shape)})
-            chunks.append(lengths.tobytes() + b"".join(encoded))
+            specs.append({"name": name, "dtype": "utf8dict", "shape": list(arr.shape),
+                          "n_unique": len(encoded)})
+            chunks.append(codes.astype("<i8").tobytes() + lengths.tobytes() + b"".join(encoded))
             continue
         arr = np.ascontiguousarray(arr)
         specs.append({"name": name, "dtype": arr.dtype.str, "shape": list(arr.shape)})
@@ -146,8 +150,8 @@ def unpack_state(
         offset = 4 + meta_len
         arrays = {}
         for spec in decoded["arrays"]:
-            if spec["dtype"] == "utf8":
-                arrays[spec["name"]], offset = _read_strings(body, offset, spec, tag)
+            if spec["dtype"] == "utf8dict":
+                arrays[spec["name"]], offset = _read_dict_strings(body, offset, spec, tag)
                 continue
             dtype = np.dtype(spec["dtype"])
             count = int(np.prod(spec["shape"], dtype=np.int64))
@@ -166,18 +170,24 @@ def unpack_state(
         raise StateFormatError(msg) from exc
 
 
-def _read_strings(body: bytes, offset: int, spec: dict, tag: str) -> tuple[np.ndarray, int]:
+def _read_dict_strings(body: bytes, offset: int, spec: dict, tag: str) -> tuple[np.ndarray, int]:
     count = int(np.prod(spec["shape"], dtype=np.int64))
-    if offset + 8 * count > len(body):
+    n_unique = int(spec["n_unique"])
+    if offset + 8 * (count + n_unique) > len(body):
         msg = f"{tag} state is truncated in array {spec['name']!r}"
         raise StateFormatError(msg)
-    lengths = np.frombuffer(body, dtype="<i8", count=count, offset=offset)
+    codes = np.frombuffer(body, dtype="<i8", count=count, offset=offset)
     offset += 8 * count
+    lengths = np.frombuffer(body, dtype="<i8", count=n_unique, offset=offset)
+    offset += 8 * n_unique
     if lengths.min(initial=0) < 0 or offset + int(lengths.sum()) > len(body):
         msg = f"{tag} state is truncated in array {spec['name']!r}"
         raise StateFormatError(msg)
-    out = np.empty(count, dtype=object)
+    if codes.size and (codes.min() < -1 or codes.max() >= n_unique):
+        msg = f"{tag} state is corrupt in array {spec['name']!r}: string code out of range"
+        raise StateFormatError(msg)
+    uniques = np.empty(n_unique + 1, dtype=object)  # last slot: None, for code -1
     for i, n in enumerate(lengths.tolist()):
-        out[i] = body[offset : offset + n].decode("utf-8")
+        uniques[i] = body[offset : offset + n].decode("utf-8")
         offset += n
-    return out.reshape(spec["shape"]), offset
+    return uniques[codes].reshape(spec["shape"]), offset
