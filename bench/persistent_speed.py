@@ -23,9 +23,10 @@ event times (slot * 30 s + a random offset), read by a ``local[2]`` session; the
 (:func:`windowkit.spark.persistent.persistent_items`) against the exact Spark SQL baseline
 (:func:`windowkit.spark.persistent.exact_persistent_items`), sliding (n = 288) and fixed
 (n = 2880), each run to completion into the ``noop`` sink, runs interleaved, median reported.
-``--spark-tuples`` takes a prefix of the stream; ``--only-spark`` skips the core rows. Any
-callable registered with :func:`register_spark_row` (or set as ``SPARK_ROW``) replaces it; it
-receives the stream and returns a dict with at least ``name`` and ``tuples_per_s``.
+``--spark-tuples`` draws a smaller stream (fewer items, same slots); ``--only-spark`` skips
+the core rows. Any callable registered with :func:`register_spark_row` (or set as
+``SPARK_ROW``) replaces it; it receives the stream and returns a dict with at least ``name``
+and ``tuples_per_s``.
 
     python bench/persistent_speed.py            # ~10 M tuples, 3 runs
     python bench/persistent_speed.py --quick    # ~1 M tuples
@@ -87,7 +88,11 @@ def spark_row(stream: PersistentStream, runs: int = 3, tuples: int | None = None
     from windowkit.spark.persistent import exact_persistent_items, persistent_items
     from windowkit.spark.session import windowkit_session
 
-    size = len(stream) if tuples is None else min(len(stream), int(tuples))
+    if tuples is not None and int(tuples) < len(stream):  # a smaller universe, all the slots
+        per_item = expected_tuples(1, stream.n_slots, SYNTHETIC1)
+        stream = synthetic1(universe_size=int(round(tuples / per_item)),
+                            n_slots=stream.n_slots, seed=42)
+    size = len(stream)
     slot_us = SLOT_SECONDS * 1_000_000
     rng = np.random.default_rng(7)
     times = stream.slots[:size] * slot_us + rng.integers(0, slot_us, size)

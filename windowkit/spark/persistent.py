@@ -32,7 +32,6 @@ from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, _to_micro
 REPORTED = "persistent"
 """``status`` of an output row that reports an item (others: ``malformed``, ``late``)."""
 
-_BUCKETS_PER_SHARD = 64
 _SLOT = "wk_slot"
 
 
@@ -167,15 +166,14 @@ def persistent_items(
     integral = isinstance(item_type, T.IntegralType)
     op_kwargs = {"mode": mode, "item_type": "int64" if integral else "string",
                  "delta": delta, "seed": seed}
-    PersistentItemsOperator(alpha, epsilon, window_slots, slot_us, **op_kwargs)  # validate
+    schema = PersistentItemsOperator(  # also validates the parameters, before any Spark work
+        alpha, epsilon, window_slots, slot_us, **op_kwargs).output_schema
     item_col = F.col(item)
     item_value = item_col.cast("long" if integral else "string")
     micros = F.when(item_col.isNotNull(), _to_micros(df, _column(time)))
-    # Route by a bucket of the item's hash: every row of an item reaches the same shard, and
-    # only a short bucket id travels as the adapter's key.
-    bucket = F.pmod(F.xxhash64(item_col), F.lit(_BUCKETS_PER_SHARD * shards))
-    schema = PersistentItemsOperator(alpha, epsilon, window_slots, slot_us,
-                                     **op_kwargs).output_schema
+    # Route by the item's hash, computed in the JVM: every row of an item reaches the same
+    # shard, and no key travels to Python (the operator needs none).
+    shard = F.pmod(F.xxhash64(item_col), F.lit(shards))
     factory = functools.partial(PersistentItemsOperator, alpha, epsilon, window_slots,
                                 slot_us, **op_kwargs)
     if not df.isStreaming and mode == "sliding":
@@ -184,9 +182,10 @@ def persistent_items(
         factory = functools.partial(_BoundedPersistentOperator, alpha, epsilon, window_slots,
                                     slot_us, end_slot=end_slot, **op_kwargs)
     job = OperatorJob(factory=factory, schema=schema, inputs={ITEM: item_value})
-    out = run_operator(df, job, time=micros, key=bucket, shards=shards, late=late)
+    out = run_operator(df, job, time=micros, key=None, shards=shards, late=late,
+                       shard=shard)
     status = F.coalesce(F.col(REJECTED), F.lit(REPORTED))
-    out = out.select(
+    return out.select(
         "window_end_slot",
         *_bounds(F.col("window_end_slot"), slot_us, window_slots, _is_integer_time(df, time)),
         F.col(ITEM).cast(item_type).alias(item),
@@ -194,7 +193,6 @@ def persistent_items(
         status.alias("status"),
         DETAIL_OUT,
     )
-    return out
 
 
 def exact_persistent_items(
