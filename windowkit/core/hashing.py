@@ -6,12 +6,29 @@ two executors unmergeable; these hashes depend only on the value's bytes and the
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pandas as pd
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
+_S27, _S30, _S31 = np.uint64(27), np.uint64(30), np.uint64(31)
+
+
+@numba.njit(cache=True, inline="always")
+def mix64(x: np.uint64) -> np.uint64:  # pragma: no cover - compiled
+    """SplitMix64 of one uint64 inside numba kernels; equals :func:`splitmix64` elementwise.
+
+    Examples
+    --------
+    >>> int(mix64(np.uint64(1))) == int(splitmix64(np.array([1], dtype=np.uint64))[0])
+    True
+    """
+    z = x + GOLDEN
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
 
 
 def splitmix64(x: np.ndarray) -> np.ndarray:
@@ -24,10 +41,10 @@ def splitmix64(x: np.ndarray) -> np.ndarray:
     dtype('uint64')
     """
     with np.errstate(over="ignore"):
-        z = x.astype(np.uint64, copy=True) + _GOLDEN
-        z = (z ^ (z >> np.uint64(30))) * _M1
-        z = (z ^ (z >> np.uint64(27))) * _M2
-        return z ^ (z >> np.uint64(31))
+        z = x.astype(np.uint64, copy=True) + GOLDEN
+        z = (z ^ (z >> _S30)) * _M1
+        z = (z ^ (z >> _S27)) * _M2
+        return z ^ (z >> _S31)
 
 
 def hash64(values: np.ndarray | pd.Series | list, seed: int = 0) -> np.ndarray:

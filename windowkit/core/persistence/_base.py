@@ -279,8 +279,20 @@ class SlotStream:
         return obj
 
     @classmethod
-    def _from_config(cls, config: Any) -> Any:
-        raise NotImplementedError
+    def from_config(cls, config: Any) -> Any:
+        """Build an instance from its validated configuration object.
+
+        Examples
+        --------
+        >>> from windowkit.core.persistence import PersistenceConfig, PersistentItemsSketch
+        >>> PersistentItemsSketch.from_config(PersistenceConfig(0.5, 0.1, 100)).n
+        100
+        """
+        obj = cls.__new__(cls)
+        SlotStream.__init__(obj, config)
+        return obj
+
+    _from_config = from_config
 
     def __getstate__(self) -> dict[str, bytes]:
         return {"state": self.to_bytes()}

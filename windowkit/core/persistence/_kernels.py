@@ -17,23 +17,12 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_S30 = np.uint64(30)
-_S27 = np.uint64(27)
-_S31 = np.uint64(31)
+from windowkit.core.hashing import mix64
 
 # scalar slots of the sliding state (an int64 array so that kernels can update them in place)
 N_USED, N_FREE, Q_HEAD, Q_TAIL, CUR_SLOT, HAVE_CUR, N_LIVE, N_NEW = range(8)
 
 
-@nb.njit(cache=True, inline="always")
-def mix64(x: np.uint64) -> np.uint64:  # pragma: no cover - compiled
-    z = x + _GOLDEN
-    z = (z ^ (z >> _S30)) * _M1
-    z = (z ^ (z >> _S27)) * _M2
-    return z ^ (z >> _S31)
 
 
 @nb.njit(cache=True)

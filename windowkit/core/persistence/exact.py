@@ -64,12 +64,6 @@ class ExactPersistence(SlotStream):
                         start=start)
         )
 
-    @classmethod
-    def _from_config(cls, config: ExactConfig) -> ExactPersistence:
-        obj = cls.__new__(cls)
-        SlotStream.__init__(obj, config)
-        return obj
-
     def _make_cores(self, kind: str) -> list[Any]:
         if self.config.window == "fixed":
             return [FixedCore(0, True, 0, kind)]

@@ -72,21 +72,6 @@ class PersistentItemsSketch(SlotStream):
         )
         super().__init__(config)
 
-    @classmethod
-    def from_config(cls, config: PersistenceConfig) -> PersistentItemsSketch:
-        """Build a sketch from a :class:`PersistenceConfig`.
-
-        Examples
-        --------
-        >>> PersistentItemsSketch.from_config(PersistenceConfig(0.5, 0.1, 100)).n
-        100
-        """
-        obj = cls.__new__(cls)
-        SlotStream.__init__(obj, config)
-        return obj
-
-    _from_config = from_config
-
     def _make_cores(self, kind: str) -> list[FixedCore]:
         thr, all_pass = self.config.sample_threshold
         return [FixedCore(thr, all_pass, salt, kind) for salt in self.config.salts()]

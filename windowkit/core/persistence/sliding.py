@@ -64,21 +64,6 @@ class SlidingPersistentItemsSketch(SlotStream):
         )
         super().__init__(config)
 
-    @classmethod
-    def from_config(cls, config: PersistenceConfig) -> SlidingPersistentItemsSketch:
-        """Build a sketch from a :class:`PersistenceConfig`.
-
-        Examples
-        --------
-        >>> SlidingPersistentItemsSketch.from_config(PersistenceConfig(0.5, 0.1, 50)).tau
-        0.4
-        """
-        obj = cls.__new__(cls)
-        SlotStream.__init__(obj, config)
-        return obj
-
-    _from_config = from_config
-
     def _make_cores(self, kind: str) -> list[SlidingCore]:
         thr, all_pass = self.config.sample_threshold
         return [

@@ -18,15 +18,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from windowkit.core.hashing import hash64, splitmix64
+from windowkit.core.hashing import GOLDEN as _GOLDEN
+from windowkit.core.hashing import hash64, mix64, splitmix64
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
 _LOW32 = np.uint64(0xFFFFFFFF)
-_S30 = np.uint64(30)
-_S27 = np.uint64(27)
-_S31 = np.uint64(31)
 _S32 = np.uint64(32)
 
 
@@ -95,12 +90,7 @@ def prepare(items: object, seed: int) -> tuple[np.ndarray, bool]:
     return np.ascontiguousarray(hash64(arr, seed=seed)), False
 
 
-@numba.njit(cache=True, inline="always")
-def _mix(z: np.uint64) -> np.uint64:
-    z = z + _GOLDEN
-    z = (z ^ (z >> _S30)) * _M1
-    z = (z ^ (z >> _S27)) * _M2
-    return z ^ (z >> _S31)
+_mix = mix64
 
 
 @numba.njit(cache=True, inline="always")
