@@ -44,7 +44,26 @@ def vanilla_counts(cols: np.ndarray, width: int) -> np.ndarray:
     return counts
 
 
-class EagerProportional:
+class _EagerSteps:
+    """Shared by the eager listings: a count-based sample is one step, then the sample."""
+
+    counts: np.ndarray
+
+    def tick(self) -> None:  # pragma: no cover - every listing defines its own step
+        raise NotImplementedError
+
+    def add(self, cols: Sequence[int]) -> None:
+        """Increment the sample's cells at the current step."""
+        for i, c in enumerate(cols):
+            self.counts[i, int(c)] += 1
+
+    def sample(self, cols: Sequence[int]) -> None:
+        """A count-based step with its sample."""
+        self.tick()
+        self.add(cols)
+
+
+class EagerProportional(_EagerSteps):
     """Listing 3.3, per step: snapshot at ``m' = 0``, add the sample, subtract the snapshot.
 
     ``unit="samples"``: :meth:`sample` is one step plus its sample. ``unit="ticks"``: clock starts
@@ -72,18 +91,8 @@ class EagerProportional:
             self.snapshot = self.counts / self.window
         self.counts = self.counts - self.snapshot
 
-    def add(self, cols: Sequence[int]) -> None:
-        """Increment the sample's cells at the current step."""
-        for i, c in enumerate(cols):
-            self.counts[i, int(c)] += 1
 
-    def sample(self, cols: Sequence[int]) -> None:
-        """A count-based step with its sample."""
-        self.tick()
-        self.add(cols)
-
-
-class EagerSimple:
+class EagerSimple(_EagerSteps):
     """Listing 3.2: reset at ``m' = 0``, then add.
 
     Examples
@@ -106,18 +115,8 @@ class EagerSimple:
         if self.now % self.window == 0:
             self.counts[:] = 0
 
-    def add(self, cols: Sequence[int]) -> None:
-        """Increment the sample's cells."""
-        for i, c in enumerate(cols):
-            self.counts[i, int(c)] += 1
 
-    def sample(self, cols: Sequence[int]) -> None:
-        """A count-based step with its sample."""
-        self.tick()
-        self.add(cols)
-
-
-class EagerPerfect:
+class EagerPerfect(_EagerSteps):
     """Listing 3.1: a queue of ``(tick, cols)``; expired samples are removed one by one.
 
     Examples
@@ -146,10 +145,4 @@ class EagerPerfect:
     def add(self, cols: Sequence[int]) -> None:
         """Enqueue a sample at the current step."""
         self.queue.append((self.now, list(cols)))
-        for i, c in enumerate(cols):
-            self.counts[i, int(c)] += 1
-
-    def sample(self, cols: Sequence[int]) -> None:
-        """A count-based step with its sample."""
-        self.tick()
-        self.add(cols)
+        super().add(cols)

@@ -383,3 +383,16 @@ def _concat_all(arrays: list[np.ndarray], kind: str | None) -> np.ndarray:
     if kind == "str":
         return np.concatenate([a.astype(object) for a in arrays])
     return np.concatenate(arrays)
+
+
+class SketchParameters:
+    """Read-only parameters shared by the two sketches (from their ``PersistenceConfig``)."""
+
+    alpha = property(lambda self: self.config.alpha, doc="Persistence threshold.")
+    epsilon = property(lambda self: self.config.epsilon, doc="Uncertainty parameter.")
+    n = property(lambda self: self.config.n, doc="Window length in slots.")
+    delta = property(lambda self: self.config.delta, doc="False-negative probability.")
+    seed = property(lambda self: self.config.seed, doc="Hash seed.")
+    tau = property(lambda self: self.config.tau, doc="Sampling probability 2/(epsilon n).")
+    threshold = property(lambda self: self.config.threshold, doc="T = alpha n - epsilon n/2.")
+    instances = property(lambda self: self.config.instances, doc="Independent instances.")

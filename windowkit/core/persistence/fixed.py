@@ -7,12 +7,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from windowkit.core.persistence._base import SlotStream, report_frame
+from windowkit.core.persistence._base import SketchParameters, SlotStream, report_frame
 from windowkit.core.persistence._cores import FixedCore
 from windowkit.core.persistence.config import PersistenceConfig
 
 
-class PersistentItemsSketch(SlotStream):
+class PersistentItemsSketch(SketchParameters, SlotStream):
     """Small-space tracking of alpha-persistent items over the fixed window ``[start, start+n)``.
 
     Each instance keeps a tuple ``(d, n_d, t_d)`` only for items that passed the hash filter
@@ -141,12 +141,3 @@ class PersistentItemsSketch(SlotStream):
         """
         self._merge_into(other)
 
-    # read-only parameters
-    alpha = property(lambda self: self.config.alpha, doc="Persistence threshold.")
-    epsilon = property(lambda self: self.config.epsilon, doc="Uncertainty parameter.")
-    n = property(lambda self: self.config.n, doc="Window length in slots.")
-    delta = property(lambda self: self.config.delta, doc="False-negative probability.")
-    seed = property(lambda self: self.config.seed, doc="Hash seed.")
-    tau = property(lambda self: self.config.tau, doc="Sampling probability 2/(epsilon n).")
-    threshold = property(lambda self: self.config.threshold, doc="T = alpha n - epsilon n/2.")
-    instances = property(lambda self: self.config.instances, doc="Independent instances.")

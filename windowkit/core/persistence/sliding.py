@@ -6,12 +6,12 @@ from typing import Any
 
 import pandas as pd
 
-from windowkit.core.persistence._base import SlotStream, report_frame
+from windowkit.core.persistence._base import SketchParameters, SlotStream, report_frame
 from windowkit.core.persistence._cores import SlidingCore
 from windowkit.core.persistence.config import PersistenceConfig
 
 
-class SlidingPersistentItemsSketch(SlotStream):
+class SlidingPersistentItemsSketch(SketchParameters, SlotStream):
     """Small-space tracking of alpha-persistent items in the window ``[c - n + 1, c]``.
 
     ``c`` is the current slot: the latest slot seen by :meth:`update` or passed to
@@ -143,11 +143,3 @@ class SlidingPersistentItemsSketch(SlotStream):
         """
         self._merge_into(other)
 
-    alpha = property(lambda self: self.config.alpha, doc="Persistence threshold.")
-    epsilon = property(lambda self: self.config.epsilon, doc="Uncertainty parameter.")
-    n = property(lambda self: self.config.n, doc="Window length in slots.")
-    delta = property(lambda self: self.config.delta, doc="False-negative probability.")
-    seed = property(lambda self: self.config.seed, doc="Hash seed.")
-    tau = property(lambda self: self.config.tau, doc="Sampling probability 2/(epsilon n).")
-    threshold = property(lambda self: self.config.threshold, doc="T = alpha n - epsilon n/2.")
-    instances = property(lambda self: self.config.instances, doc="Independent instances.")
