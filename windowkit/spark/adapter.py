@@ -6,8 +6,8 @@ shard, not per key. Each shard's operator sits behind an
 :class:`~windowkit.core.operator.EventTimeRunner`, which orders rows by event time, applies the
 watermark and counts late rows.
 
-* Batch DataFrames: ``groupBy(shard).applyInPandas``; the whole input is one batch followed by
-  ``finish()`` (a bounded input has ended).
+* Batch DataFrames: ``repartition`` + ``mapInPandas`` (no JVM sort or grouping); each task
+  feeds its shards' rows to their runners as one batch, then ``finish()`` (the input has ended).
 * Streaming DataFrames: ``groupBy(shard).transformWithStateInPandas`` in event-time mode; the
   runner's bytes live in one ValueState per shard and one event-time timer per shard fires when
   the watermark will release buffered rows or settle output (the paper's punctuation).
@@ -20,6 +20,7 @@ watermark with ``rejected = "late"``; ``detail`` holds the row as JSON. Normal o
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
-from windowkit.core.operator import KEY, TIME, EventTimeRunner, StreamOperator
+from windowkit.core.operator import KEY, TIME, EventTimeRunner, StreamOperator, empty_frame
 
 SHARD = "wk_shard"  # no leading "__": TWS renames such columns positionally
 SHARD_OUT = "shard"
@@ -129,6 +130,7 @@ def run_operator(
     if job.valid is not None:
         malformed = malformed | ~F.coalesce(job.valid, F.lit(False))
     original = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
+    explicit_shard = shard is not None
     if shard is None:
         shard = F.pmod(F.xxhash64(key_col.cast("string")), F.lit(shards))
     prepared = df.select(
@@ -150,21 +152,43 @@ def run_operator(
             timeMode="EventTime",
         )
     else:
-        factory, names = job.factory, list(job.inputs)
-
-        def run_batch(pdf: pd.DataFrame) -> pd.DataFrame:
-            runner = EventTimeRunner(factory())
-            good, rejected = _split_malformed(pdf, names)
-            output, _ = runner.push(good)
-            return _to_spark_frame(pd.concat([output, runner.finish()], ignore_index=True),
-                                   rejected, runner.operator.output_schema,
-                                   int(pdf[SHARD].iloc[0]))
-
-        out = prepared.groupBy(SHARD).applyInPandas(run_batch, schema)
+        # A bounded input needs no grouping or sort in the JVM: repartition so that each
+        # shard's rows meet in one task and stream them through that task's runners. With no
+        # explicit shard, keys are spread by Spark's own hash and each task is one shard.
+        if explicit_shard:
+            partitioned = prepared.repartition(shards, SHARD)
+        else:
+            partitioned = prepared.repartition(shards, KEY).withColumn(
+                SHARD, F.spark_partition_id())
+        out = partitioned.mapInPandas(
+            functools.partial(_run_partition, job.factory, list(job.inputs)), schema)
     for name, kind in job.schema:
         if kind == "timestamp":
             out = out.withColumn(name, F.timestamp_micros(F.col(name)))
     return out
+
+
+def _run_partition(
+    factory: Callable[[], StreamOperator], inputs: list[str], batches: Iterator[pd.DataFrame]
+) -> Iterator[pd.DataFrame]:
+    """One task of a batch job: every shard it holds gets a runner; the input ends here."""
+    parts: dict[int, list[pd.DataFrame]] = {}
+    for pdf in batches:
+        shard_ids = pdf[SHARD].to_numpy()
+        present = np.unique(shard_ids).tolist()
+        for shard in present:
+            part = pdf if len(present) == 1 else pdf[shard_ids == shard]
+            good, rejected = _split_malformed(part, inputs)
+            if len(rejected):
+                schema = factory().output_schema
+                yield _to_spark_frame(empty_frame(schema), rejected, schema, shard)
+            parts.setdefault(shard, []).append(good)
+    for shard, pieces in parts.items():
+        runner = EventTimeRunner(factory())
+        output, _ = runner.push(pd.concat(pieces, ignore_index=True) if len(pieces) > 1
+                                else pieces[0])
+        output = pd.concat([output, runner.finish()], ignore_index=True)
+        yield _to_spark_frame(output, pd.DataFrame(), runner.operator.output_schema, shard)
 
 
 def _to_micros(df: DataFrame, time_col: Column) -> Column:
