@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     frames_path = os.path.join(args.output, "frames")
     rejected_path = os.path.join(args.output, "rejected")
     if df.isStreaming:
-        return _run_stream(result, args, frames_path, rejected_path, progress, split_rejected)
+        return _run_stream(result, args, frames_path, rejected_path, progress)
     progress.step(f"framing {args.input}")
     result = result.cache()
     frames, rejected = split_rejected(result)
@@ -72,7 +72,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_stream(result, args, frames_path, rejected_path, progress, split_rejected) -> int:
+def _run_stream(result, args: argparse.Namespace, frames_path: str, rejected_path: str,
+                progress: Progress) -> int:
+    from windowkit.spark import split_rejected  # pyspark only once a command runs
+
     totals: dict[str, int] = {}
 
     def write_batch(batch, batch_id: int) -> None:

@@ -396,3 +396,21 @@ class SketchParameters:
     tau = property(lambda self: self.config.tau, doc="Sampling probability 2/(epsilon n).")
     threshold = property(lambda self: self.config.threshold, doc="T = alpha n - epsilon n/2.")
     instances = property(lambda self: self.config.instances, doc="Independent instances.")
+
+
+def check_fixed_window(slots: np.ndarray, start: int, n: int) -> None:
+    """Raise ``ValueError`` unless every slot lies in the fixed window ``[start, start + n)``.
+
+    Examples
+    --------
+    >>> check_fixed_window(np.array([0, 3]), 0, 4)
+    >>> check_fixed_window(np.array([0, 4]), 0, 4)
+    Traceback (most recent call last):
+    ...
+    ValueError: `slots` must lie in the fixed window [start, start + n) = [0, 4); got 4
+    """
+    lo, hi = start, start + n
+    if slots.min() < lo or slots.max() >= hi:
+        bad = int(slots[(slots < lo) | (slots >= hi)][0])
+        msg = f"`slots` must lie in the fixed window [start, start + n) = [{lo}, {hi}); got {bad}"
+        raise ValueError(msg)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from windowkit.core.persistence._base import SlotStream, report_frame
+from windowkit.core.persistence._base import SlotStream, check_fixed_window, report_frame
 from windowkit.core.persistence._cores import FixedCore, SlidingCore
 from windowkit.core.persistence.config import ExactConfig, WindowKind
 from windowkit.core.validation import check_in_range
@@ -71,14 +71,7 @@ class ExactPersistence(SlotStream):
 
     def _check_slots(self, slots: Any) -> None:
         if self.config.window == "fixed":
-            lo, hi = self.config.start, self.config.start + self.config.n
-            if slots.min() < lo or slots.max() >= hi:
-                bad = int(slots[(slots < lo) | (slots >= hi)][0])
-                msg = (
-                    f"`slots` must lie in the fixed window [start, start + n) = [{lo}, {hi}); "
-                    f"got {bad}"
-                )
-                raise ValueError(msg)
+            check_fixed_window(slots, self.config.start, self.config.n)
 
     def _after_now(self) -> None:
         if self.config.window == "sliding" and self._now is not None:

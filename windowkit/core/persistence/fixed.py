@@ -7,7 +7,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from windowkit.core.persistence._base import SketchParameters, SlotStream, report_frame
+from windowkit.core.persistence._base import (
+    SketchParameters,
+    SlotStream,
+    check_fixed_window,
+    report_frame,
+)
 from windowkit.core.persistence._cores import FixedCore
 from windowkit.core.persistence.config import PersistenceConfig
 
@@ -77,14 +82,7 @@ class PersistentItemsSketch(SketchParameters, SlotStream):
         return [FixedCore(thr, all_pass, salt, kind) for salt in self.config.salts()]
 
     def _check_slots(self, slots: np.ndarray) -> None:
-        lo, hi = self.config.start, self.config.start + self.config.n
-        if slots.min() < lo or slots.max() >= hi:
-            bad = int(slots[(slots < lo) | (slots >= hi)][0])
-            msg = (
-                f"`slots` must lie in the fixed window [start, start + n) = [{lo}, {hi}); "
-                f"got {bad}"
-            )
-            raise ValueError(msg)
+        check_fixed_window(slots, self.config.start, self.config.n)
 
     def update(self, items: Any, slots: Any) -> None:
         """Add rows ``(items[i], slots[i])`` (Algorithm 2, vectorized over the batch).
