@@ -68,6 +68,30 @@ def test_any_split_into_batches_gives_the_same_frames(data, df, params):
 
 
 @SETTINGS
+@given(data=st.data(), df=keyed_streams(), params=framer_params)
+def test_a_batch_in_any_row_order_gives_the_frames_of_its_time_order(data, df, params):
+    # Within one batch the framer orders each key's rows itself; ties in time keep their order.
+    seed = data.draw(st.integers(0, 2**16))
+    order = np.random.default_rng(seed).permutation(len(df))
+    shuffled = df.iloc[order]
+    ordered = shuffled.sort_values("time", kind="stable")
+    expected = run_core(ordered.reset_index(drop=True), params)
+    pd.testing.assert_frame_equal(run_core(shuffled.reset_index(drop=True), params), expected)
+
+
+@SETTINGS
+@given(df=keyed_streams(), params=framer_params)
+def test_categorical_keys_give_the_frames_of_plain_keys(df, params):
+    # Unused categories (an Arrow dictionary shared across batches) must not become keys.
+    categories = ["unused", *sorted(df["key"].unique())]
+    as_category = df.assign(key=pd.Categorical(df["key"], categories=categories))
+    framer = ThresholdFramer(**params)
+    out = pd.concat([framer.process(as_category), framer.finish()], ignore_index=True)
+    assert framer.n_keys == df["key"].nunique()
+    pd.testing.assert_frame_equal(canonical(out), run_core(df, params))
+
+
+@SETTINGS
 @given(data=st.data(), df=keyed_streams(max_keys=2), params=framer_params)
 def test_out_of_order_arrival_within_the_watermark_gives_the_same_frames(data, df, params):
     # Arrival is shuffled by at most `delay`; the watermark trails the largest time seen by

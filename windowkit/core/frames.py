@@ -39,6 +39,7 @@ import pandas as pd
 
 from windowkit.core.durations import Duration, to_micros
 from windowkit.core.operator import KEY, TIME, StreamOperator
+from windowkit.core.ordering import group_rows_by_slot
 from windowkit.core.serialization import pack_state, unpack_state
 from windowkit.core.validation import check_choice
 
@@ -225,6 +226,7 @@ class ThresholdFramer(StreamOperator):
 
     FORMAT_TAG = "THRFRAME"
     FORMAT_VERSION = 1
+    SORTS_WITHIN_KEY = True
 
     def __init__(
         self,
@@ -275,16 +277,21 @@ class ThresholdFramer(StreamOperator):
         value: np.ndarray | pd.Series,
         key: np.ndarray | None = None,
     ) -> pd.DataFrame:
-        """Consume one batch: times (int64 µs, non-decreasing per key) and predicate values.
+        """Consume one batch: event times (int64 µs), predicate values and keys.
+
+        Within the batch, rows may come in any order: each key's rows are ordered by time
+        (stably, so ties keep their order in the batch). Across batches a key's time must not go
+        backwards.
 
         Parameters
         ----------
         time : numpy.ndarray of int64
-            Event times; within a key they must not go backwards (across batches too).
+            Event times.
         value : array-like
             Booleans (None/NaN for missing) or int8 codes 1/0/-1.
-        key : numpy.ndarray, optional
-            Grouping keys; all rows belong to one key if omitted.
+        key : array-like, optional
+            Grouping keys (a ``pandas.Categorical`` or category Series is used without
+            re-hashing); all rows belong to one key if omitted.
 
         Returns
         -------
@@ -303,21 +310,15 @@ class ThresholdFramer(StreamOperator):
         codes = predicate_codes(value)
         if key is None:
             key = np.zeros(len(time), dtype=np.int64)
-        key = np.asarray(key)
         if not (len(time) == len(codes) == len(key)):
             msg = f"`time`, `value` and `key` must have equal lengths; got {len(time)}, " \
                   f"{len(codes)}, {len(key)}"
             raise ValueError(msg)
         if len(time) == 0:
             return self.empty_output()
-        codes_k, uniques = pd.factorize(key, sort=False)
-        slots_of_unique = self._state.slots(np.asarray(uniques))
-        slot = slots_of_unique[codes_k]
-        if len(slot) > 1 and not np.all(slot[1:] >= slot[:-1]):
-            # numpy's stable sort is a radix sort for 16-bit integers: far faster than mergesort
-            sortable = slot.astype(np.uint16) if self.n_keys <= 65536 else slot
-            order = np.argsort(sortable, kind="stable")
-            slot, time, codes = slot[order], time[order], codes[order]
+        codes_k, uniques = _factorize(key)
+        slot = self._state.slots(uniques)[codes_k]
+        slot, time, codes = _sort_by_key_and_time(slot, time, codes, self.n_keys)
         return _Batch(self, slot, time, codes).run()
 
     def advance(self, watermark: int) -> pd.DataFrame:
@@ -446,6 +447,43 @@ class ThresholdFramer(StreamOperator):
             st.arrays[name] = arrays[name].astype(dtype, copy=False)
         return framer
 
+
+def _factorize(key: np.ndarray | pd.Series | pd.Categorical) -> tuple[np.ndarray, np.ndarray]:
+    """Codes and uniques of the keys; categorical keys come with their codes already."""
+    if isinstance(key, pd.Series) and isinstance(key.dtype, pd.CategoricalDtype):
+        key = key.array
+    if isinstance(key, pd.Categorical):
+        categories = np.asarray(key.categories, dtype=object)
+        codes = key.codes
+        if (codes < 0).any():
+            msg = "`key` must not be null"
+            raise ValueError(msg)
+        present = np.bincount(codes, minlength=len(categories)) > 0
+        if present.all():
+            return codes, categories
+        # unused categories (a shared dictionary) must not become keys of the state
+        remap = np.cumsum(present) - 1
+        return remap[codes], categories[present]
+    codes, uniques = pd.factorize(np.asarray(key), sort=False)
+    return codes, np.asarray(uniques)
+
+
+def _sort_by_key_and_time(
+    slot: np.ndarray, time: np.ndarray, codes: np.ndarray, n_slots: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows sorted by (slot, time), stably.
+
+    Rows usually come in time order within each key, so grouping by slot mostly suffices and
+    the time sort is only paid when some key's rows are out of order.
+    """
+    if len(slot) < 2:
+        return slot, time, codes
+    if np.any(slot[1:] < slot[:-1]):
+        slot, time, codes = group_rows_by_slot(slot, n_slots, time, codes)
+    if np.any((time[1:] < time[:-1]) & (slot[1:] == slot[:-1])):
+        order = np.argsort(time, kind="stable")
+        slot, time, codes = group_rows_by_slot(slot[order], n_slots, time[order], codes[order])
+    return slot, time, codes
 
 def _reset_open(st: _KeyState, slots: np.ndarray) -> None:
     st.open[slots] = False

@@ -35,6 +35,10 @@ class StreamOperator(ABC):
     """
 
     FORMAT_TAG: ClassVar[str]
+    #: True if :meth:`process` takes rows in any order and orders each key's rows by time
+    #: itself (stably); the runner then skips its time sort of all rows, which such an
+    #: operator would only undo.
+    SORTS_WITHIN_KEY: ClassVar[bool] = False
 
     @property
     @abstractmethod
@@ -43,7 +47,10 @@ class StreamOperator(ABC):
 
     @abstractmethod
     def process(self, batch: pd.DataFrame) -> pd.DataFrame:
-        """Consume rows sorted by ``time`` (ties in arrival order); return new output rows."""
+        """Consume rows sorted by ``time`` (ties in arrival order); return new output rows.
+
+        With ``SORTS_WITHIN_KEY`` the rows may come in any order.
+        """
 
     def advance(self, watermark: int) -> pd.DataFrame:
         """Learn that no row with ``time <= watermark`` will come; return rows this settles."""
@@ -176,9 +183,9 @@ class EventTimeRunner:
             released = self._buffer[ready]
             self._buffer = self._buffer[~ready].reset_index(drop=True)
         times = released[TIME].to_numpy()
-        if len(times) > 1 and not np.all(times[1:] >= times[:-1]):
-            order = np.argsort(times, kind="stable")
-            released = released.iloc[order]
+        in_order = self.operator.SORTS_WITHIN_KEY or np.all(times[1:] >= times[:-1])
+        if not in_order:
+            released = released.iloc[np.argsort(times, kind="stable")]
         return self.operator.process(released.reset_index(drop=True))
 
     def to_bytes(self) -> bytes:

@@ -6,7 +6,7 @@ windowed sketch per *site* and sends each site's count matrix to a coordinator e
 
 * :func:`windowed_count_min` assigns every row to one of ``shards`` sites and runs a windowed
   sketch per site through the generic adapter (:func:`windowkit.spark.adapter.run_operator`,
-  ``applyInPandas`` on batch DataFrames, ``transformWithStateInPandas`` on streaming ones). Its
+  ``mapInArrow`` on batch DataFrames, ``transformWithStateInPandas`` on streaming ones). Its
   output is the snapshot stream: ``shard, seq, n_seen, time, sketch``.
 * :func:`merge_count_min` is the coordinator: the latest snapshot of each shard
   (:func:`latest_snapshots`), summed by one Spark aggregation into a single Count-Min.
