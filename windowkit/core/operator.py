@@ -15,6 +15,7 @@ from typing import ClassVar
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
 
@@ -145,8 +146,8 @@ class EventTimeRunner:
                     batch = batch[~is_late]
                     self.late_rows += len(late)
             if len(batch):
-                parts = [self._buffer, batch] if self._buffer is not None else [batch]
-                self._buffer = pd.concat(parts, ignore_index=True) if len(parts) > 1 else batch
+                self._buffer = batch if self._buffer is None else _concat_rows(
+                    [self._buffer, batch])
         return self.advance(watermark), late
 
     def advance(self, watermark: int | None) -> pd.DataFrame:
@@ -181,7 +182,7 @@ class EventTimeRunner:
             if not ready.any():
                 return self.operator.empty_output()
             released = self._buffer[ready]
-            self._buffer = self._buffer[~ready].reset_index(drop=True)
+            self._buffer = _drop_unused_categories(self._buffer[~ready].reset_index(drop=True))
         times = released[TIME].to_numpy()
         in_order = self.operator.SORTS_WITHIN_KEY or np.all(times[1:] >= times[:-1])
         if not in_order:
@@ -191,7 +192,14 @@ class EventTimeRunner:
     def to_bytes(self) -> bytes:
         """Serialize the operator, the buffer, the watermark and the late count."""
         buffer = self._buffer if self._buffer is not None else pd.DataFrame()
-        arrays = {f"col:{c}": buffer[c].to_numpy() for c in buffer.columns}
+        arrays = {}
+        for name in buffer.columns:
+            column = buffer[name]
+            if isinstance(column.dtype, pd.CategoricalDtype):  # keys: codes, not strings
+                arrays[f"codes:{name}"] = column.cat.codes.to_numpy()
+                arrays[f"categories:{name}"] = np.asarray(column.cat.categories, dtype=object)
+            else:
+                arrays[f"col:{name}"] = column.to_numpy()
         arrays["operator"] = np.frombuffer(self.operator.to_bytes(), dtype=np.uint8)
         operator_type = type(self.operator)
         meta = {
@@ -211,8 +219,35 @@ class EventTimeRunner:
         runner.watermark = meta["watermark"]
         runner.late_rows = int(meta["late_rows"])
         if meta["columns"]:
-            runner._buffer = pd.DataFrame({c: arrays[f"col:{c}"] for c in meta["columns"]})
+            runner._buffer = pd.DataFrame({c: _column_from(arrays, c) for c in meta["columns"]})
         return runner
+
+
+def _column_from(arrays: dict[str, np.ndarray], name: str) -> np.ndarray | pd.Categorical:
+    if f"codes:{name}" in arrays:
+        return pd.Categorical.from_codes(arrays[f"codes:{name}"], arrays[f"categories:{name}"])
+    return arrays[f"col:{name}"]
+
+
+def _concat_rows(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate row frames; categorical columns stay categorical (``pd.concat`` would
+    turn two categoricals with different categories into Python objects)."""
+    columns = {}
+    for name in frames[0].columns:
+        parts = [f[name] for f in frames]
+        if all(isinstance(p.dtype, pd.CategoricalDtype) for p in parts):
+            columns[name] = union_categoricals(parts, ignore_order=True)
+        else:
+            columns[name] = pd.concat(parts, ignore_index=True)
+    return pd.DataFrame(columns)
+
+
+def _drop_unused_categories(frame: pd.DataFrame) -> pd.DataFrame:
+    """Keep a held buffer's categories to the keys it holds, so they do not pile up."""
+    for name in frame.columns:
+        if isinstance(frame[name].dtype, pd.CategoricalDtype):
+            frame[name] = frame[name].cat.remove_unused_categories()
+    return frame
 
 
 def _resolve(path: str) -> type[StreamOperator]:
