@@ -226,7 +226,7 @@ class ThresholdFramer(StreamOperator):
 
     FORMAT_TAG = "THRFRAME"
     FORMAT_VERSION = 1
-    SORTS_WITHIN_KEY = True
+    ORDERS_ROWS_ITSELF = True
 
     def __init__(
         self,

@@ -36,10 +36,10 @@ class StreamOperator(ABC):
     """
 
     FORMAT_TAG: ClassVar[str]
-    #: True if :meth:`process` takes rows in any order and orders each key's rows by time
-    #: itself (stably); the runner then skips its time sort of all rows, which such an
-    #: operator would only undo.
-    SORTS_WITHIN_KEY: ClassVar[bool] = False
+    #: True if :meth:`process` takes rows in any order and orders them as it needs itself
+    #: (e.g. each key's rows by time, stably), with the output it gives them in time order;
+    #: the runner then skips its time sort of all rows, which such an operator would undo.
+    ORDERS_ROWS_ITSELF: ClassVar[bool] = False
 
     @property
     @abstractmethod
@@ -50,7 +50,7 @@ class StreamOperator(ABC):
     def process(self, batch: pd.DataFrame) -> pd.DataFrame:
         """Consume rows sorted by ``time`` (ties in arrival order); return new output rows.
 
-        With ``SORTS_WITHIN_KEY`` the rows may come in any order.
+        With ``ORDERS_ROWS_ITSELF`` the rows may come in any order.
         """
 
     def advance(self, watermark: int) -> pd.DataFrame:
@@ -184,7 +184,7 @@ class EventTimeRunner:
             released = self._buffer[ready]
             self._buffer = _drop_unused_categories(self._buffer[~ready].reset_index(drop=True))
         times = released[TIME].to_numpy()
-        in_order = self.operator.SORTS_WITHIN_KEY or np.all(times[1:] >= times[:-1])
+        in_order = self.operator.ORDERS_ROWS_ITSELF or np.all(times[1:] >= times[:-1])
         if not in_order:
             released = released.iloc[np.argsort(times, kind="stable")]
         return self.operator.process(released.reset_index(drop=True))
