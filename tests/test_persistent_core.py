@@ -22,6 +22,7 @@ from windowkit.core.persistence import (
     SlidingPersistentItemsSketch,
 )
 from windowkit.core.persistence import _kernels as K
+from windowkit.core.persistence._cores import FixedCore
 from windowkit.reference import persistence as ref
 
 SETTINGS = settings(max_examples=40, deadline=None)
@@ -66,6 +67,35 @@ def test_int_hash_kernel_matches_core_hash64():
     for seed in (0, 1, 2**64 - 1, 12345):
         sk = PersistentItemsSketch(alpha=0.5, epsilon=0.1, n=10, seed=seed)
         assert (K.hash_int64(values, sk._seed_mix) == hash64(values, seed=seed)).all()
+
+
+@pytest.mark.parametrize("all_pass", [False, True])
+def test_fixed_core_tells_apart_keys_sharing_tag_and_home_slot(all_pass):
+    # a sampling instance's word table stores only the high 32 bits of a key: give 40 keys the
+    # same high bits and the same home slot, so every lookup walks a chain of tag matches
+    rng = np.random.default_rng(5)
+    keys = (np.uint64(0xDEADBEEF) << np.uint64(32)) | (
+        np.arange(40, dtype=np.uint64) * np.uint64(1 << 16) + np.uint64(5))
+    slots = np.sort(rng.integers(0, 30, 400))
+    idx = rng.integers(0, 40, 400)
+    want: dict[int, tuple[int, int]] = {}
+    for k, t in zip(idx.tolist(), slots.tolist(), strict=True):
+        count, last = want.get(k, (0, -1))
+        want[k] = (count + (t > last), t)
+    # thr = 2**64 - 1 samples every row, yet all_pass=False keeps the sampling path
+    core = FixedCore(2**64 - 1, all_pass, 7, "int")
+    for lo in range(0, idx.size, 64):  # several batches, so the table grows in between
+        core.update(keys[idx[lo:lo + 64]], slots[lo:lo + 64], idx[lo:lo + 64])
+    for state in (core.canonical(), _reloaded(core, all_pass).canonical()):
+        got = {int(v): (int(c), int(t)) for v, c, t in
+               zip(state["value"], state["count"], state["last"], strict=True)}
+        assert got == want
+
+
+def _reloaded(core, all_pass):
+    other = FixedCore(core.thr, all_pass, core.salt, "int")
+    other.load(core.canonical())
+    return other
 
 
 @SETTINGS

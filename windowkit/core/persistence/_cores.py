@@ -21,7 +21,7 @@ def _grow(arr: np.ndarray, size: int, fill: int | None = None) -> np.ndarray:
 
 
 def _table_for(n_live: int) -> np.ndarray:
-    """An empty table (interleaved ``[key, id + 1]`` pairs) at most half full for ``n_live``."""
+    """An empty table with at least ``4 * n_live + 4`` uint64 elements (see ``_kernels``)."""
     size = 16
     while size < 2 * max(n_live, 1) + 2:
         size *= 2
@@ -29,7 +29,11 @@ def _table_for(n_live: int) -> np.ndarray:
 
 
 class FixedCore:
-    """One instance of the fixed-window sketch; ``all_pass`` makes it the naive algorithm."""
+    """One instance of the fixed-window sketch; ``all_pass`` makes it the naive algorithm.
+
+    A sampling instance keys its entries with a word table, one that tracks every item with a
+    pair table (see ``_kernels``); both take the same bytes and export the same canonical form.
+    """
 
     def __init__(self, thr: int, all_pass: bool, salt: int, kind: str | None) -> None:
         self.thr = np.uint64(thr)
@@ -47,19 +51,39 @@ class FixedCore:
         start = 0
         while True:
             before = self.n
-            start, self.n = K.fixed_update(
-                hashes, slots, start, self.table, self.ekey, self.ecount, self.elast,
-                self.new_rows, self.n, self.thr, self.all_pass, self.salt,
-            )
+            start, self.n = self._run(hashes, slots, start)
             if self.n > before:
                 self.values[before : self.n] = items[self.new_rows[before : self.n]]
             if start >= hashes.size:
                 return
             self._grow()
 
+    def _run(self, hashes: np.ndarray, slots: np.ndarray, start: int) -> tuple[int, int]:
+        if self.all_pass:
+            return K.fixed_update(
+                hashes, slots, start, self.table, self.ekey, self.ecount, self.elast,
+                self.new_rows, self.n, self.thr, self.all_pass, self.salt,
+            )
+        return K.fixed_sample_update(
+            hashes, slots, start, self.table, self.ekey, self.ecount, self.elast,
+            self.new_rows, self.n, self.thr, self.salt,
+        )
+
+    def _rehash(self) -> None:
+        """Key entries ``0 .. n-1`` into ``self.table`` (freshly zeroed)."""
+        if self.all_pass:
+            live = np.zeros(self.ekey.size, dtype=np.bool_)
+            live[: self.n] = True
+            K.rehash(self.table, self.ekey, live)
+        else:
+            K.word_rehash(self.table, self.ekey, self.n)
+
     def _grow(self) -> None:
         if self.n >= self.ekey.size:
             size = 2 * self.ekey.size
+            if not self.all_pass and size > K.MAX_WORD_ENTRIES:
+                msg = f"a sketch instance cannot track more than {K.MAX_WORD_ENTRIES} items"
+                raise OverflowError(msg)
             self.ekey = _grow(self.ekey, size)
             self.ecount = _grow(self.ecount, size)
             self.elast = _grow(self.elast, size)
@@ -67,9 +91,7 @@ class FixedCore:
             self.values = _grow(self.values, size)
         if self.n >= self.table.size // 4:
             self.table = np.zeros(2 * self.table.size, dtype=np.uint64)
-            live = np.zeros(self.ekey.size, dtype=np.bool_)
-            live[: self.n] = True
-            K.rehash(self.table, self.ekey, live)
+            self._rehash()
 
     # -- canonical form -------------------------------------------------------------------
     def canonical(self) -> dict[str, np.ndarray]:
@@ -93,9 +115,7 @@ class FixedCore:
         self.values = np.empty(size, dtype=object if vals.dtype == object else np.int64)
         self.values[:n] = vals
         self.table = _table_for(n)
-        live = np.zeros(size, dtype=np.bool_)
-        live[:n] = True
-        K.rehash(self.table, self.ekey, live)
+        self._rehash()
 
     def counts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Keys, values and ``n_d`` of every tracked item."""

@@ -1,10 +1,24 @@
 """Numba kernels shared by the exact algorithm and the two sketches.
 
-Items live in an open-addressing hash table (linear probing, backward-shift deletion) that maps
-the item's 64-bit hash to a stable *entry id*; per-entry fields are plain numpy arrays indexed by
-the id. Kernels run over a batch of ``(item hash, slot)`` rows already in non-decreasing slot
-order and stop early (returning the row to resume from) when an array must grow, so that all
-allocation happens in Python and the kernels stay simple.
+Items live in an open-addressing hash table (linear probing) that maps the item's 64-bit hash to
+a stable *entry id*; per-entry fields are plain numpy arrays indexed by the id. Kernels run over a
+batch of ``(item hash, slot)`` rows already in non-decreasing slot order and stop early
+(returning the row to resume from) when an array must grow, so that all allocation happens in
+Python and the kernels stay simple.
+
+Two table layouts share one allocation rule (a uint64 array of ``2 * size`` elements, grown
+when the live entries reach a quarter of its elements), so they take the same bytes:
+
+* *pair tables* hold ``[key, id + 1]`` pairs (at most half full) and delete by backward
+  shift; the sliding window uses them, and so does the fixed window when every item is
+  tracked (the naive algorithm, or a sketch with ``tau >= 1``);
+* *word tables* hold one word per slot, the key's high 32 bits over ``id + 1`` (at most a
+  quarter full), and check the full key in ``ekey``; a sampling fixed-window instance uses
+  them. Such an instance tracks only its persistent, hot items: in a pair table about one hot
+  lookup in six lands behind a colliding key (a mispredicted branch each), in a word table
+  one in fourteen, which is worth the extra ``ekey`` load. The naive algorithm gains nothing
+  from it (its hot items arrive first and take their home slots, so about one lookup in
+  twenty-five collides) and loses the inline key, so it keeps pairs.
 
 The sampling hash is ``h(d, t) = mix64(hash(d) ^ mix64(t ^ salt))`` with ``mix64`` the
 SplitMix64 finalizer (the same one :func:`windowkit.core.hashing.hash64` uses), so it is
@@ -22,7 +36,11 @@ from windowkit.core.hashing import mix64
 # scalar slots of the sliding state (an int64 array so that kernels can update them in place)
 N_USED, N_FREE, Q_HEAD, Q_TAIL, CUR_SLOT, HAVE_CUR, N_LIVE, N_NEW = range(8)
 
-
+# a word-table slot is (key >> 32) << 32 | (entry id + 1); 0 marks an empty slot
+_TAG_SHIFT = np.uint64(32)
+_ID_MASK = np.uint64(0xFFFFFFFF)
+MAX_WORD_ENTRIES = 2**32 - 2
+"""Entry ids of a word table must fit the low 32 bits of a word (with the +1)."""
 
 
 @nb.njit(cache=True)
@@ -138,6 +156,78 @@ def fixed_update(
         elast[e] = t
         new_rows[e] = i
         _put(table, pos, h, e)
+    return hashes.size, n_entries
+
+
+@nb.njit(cache=True, inline="always")
+def _wfind(words, ekey, h):  # pragma: no cover - compiled
+    """Probe a word table for ``h``: ``(entry id, position)`` or ``(-1, empty position)``.
+
+    The 32-bit tag rejects almost every other key without touching ``ekey``; the full key is
+    compared only on a tag match, so a tag collision costs a load, never a wrong answer.
+    """
+    mask = np.uint64(words.size - 1)
+    tag = h >> _TAG_SHIFT
+    i = h & mask
+    while True:
+        w = words[i]
+        if w == 0:
+            return np.int64(-1), i
+        if w >> _TAG_SHIFT == tag:
+            e = np.int64(w & _ID_MASK) - 1
+            if ekey[e] == h:
+                return e, i
+        i = (i + np.uint64(1)) & mask
+
+
+@nb.njit(cache=True, inline="always")
+def _wput(words, pos, h, e):  # pragma: no cover - compiled
+    words[pos] = ((h >> _TAG_SHIFT) << _TAG_SHIFT) | np.uint64(e + 1)
+
+
+@nb.njit(cache=True)
+def word_rehash(words, ekey, n_entries):  # pragma: no cover - compiled
+    """Insert entries ``0 .. n_entries - 1`` into an empty word table."""
+    for e in range(n_entries):
+        _, pos = _wfind(words, ekey, ekey[e])
+        _wput(words, pos, ekey[e], e)
+
+
+@nb.njit(cache=True)
+def fixed_sample_update(
+    hashes, slots, start, words, ekey, ecount, elast, new_rows, n_entries, thr, salt
+):  # pragma: no cover - compiled
+    """Algorithm 2 of a sampling instance (``tau < 1``) over rows ``start..``, on a word table.
+
+    Same contract as :func:`fixed_update`: returns ``(next_row, n_entries)``, and
+    ``next_row < len(hashes)`` asks the caller to grow.
+    """
+    limit = min(ekey.size, words.size // 4)
+    cur = slots[start] if start < hashes.size else np.int64(0)
+    slot_mix = mix64(np.uint64(cur) ^ salt)
+    for i in range(start, hashes.size):
+        h = hashes[i]
+        t = slots[i]
+        e, pos = _wfind(words, ekey, h)
+        if e >= 0:
+            if elast[e] < t:
+                ecount[e] += 1
+                elast[e] = t
+            continue
+        if t != cur:  # h(d, t) is only needed for untracked items: mix the slot lazily
+            cur = t
+            slot_mix = mix64(np.uint64(t) ^ salt)
+        if mix64(h ^ slot_mix) >= thr:
+            continue
+        if n_entries >= limit:
+            return i, n_entries
+        e = n_entries
+        n_entries += 1
+        ekey[e] = h
+        ecount[e] = 1
+        elast[e] = t
+        new_rows[e] = i
+        _wput(words, pos, h, e)
     return hashes.size, n_entries
 
 
