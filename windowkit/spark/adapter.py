@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark import TaskContext
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -99,6 +100,7 @@ def run_operator(
     shards: int | None = None,
     late: str | None = None,
     shard: Column | None = None,
+    route: str | None = None,
 ) -> DataFrame:
     """Run ``job``'s operator over ``df`` on batch or streaming DataFrames alike.
 
@@ -119,8 +121,10 @@ def run_operator(
         Streaming only: watermark delay, e.g. ``"1 minute"``; rows older than the watermark
         are reported as late.
     shard : Column, optional
-        An explicit shard per row, an integer in ``[0, shards)`` (e.g. a DistCM site); by
-        default ``pmod(xxhash64(key), shards)``, which keeps each key on one shard.
+        An explicit shard per row, an integer in ``[0, shards)`` (e.g. a DistCM site).
+    route : str, optional
+        Without ``shard``: the column (``"key"`` or one of ``job.inputs``) whose equal values
+        must meet in one shard; default ``"key"``. Rows are spread by its hash.
 
     Returns
     -------
@@ -142,15 +146,20 @@ def run_operator(
         malformed = malformed | ~F.coalesce(job.valid, F.lit(False))
     original = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
     explicit_shard = shard is not None
-    if shard is None:
-        shard = F.pmod(F.xxhash64(key_col.cast("string")), F.lit(shards))
+    route = route or KEY
+    if route != KEY and route not in job.inputs:
+        msg = f"`route` must be 'key' or one of the job's inputs {list(job.inputs)}; got {route!r}"
+        raise ValueError(msg)
     prepared = df.select(
-        shard.cast("int").alias(SHARD),
+        *([shard.cast("int").alias(SHARD)] if explicit_shard else []),
         key_col.cast("string").alias(KEY),
         micros.alias(TIME),
         *[col.alias(name) for name, col in job.inputs.items()],
         F.when(malformed, original).alias(DETAIL),
     )
+    if df.isStreaming and not explicit_shard:
+        shard = F.pmod(F.xxhash64(F.col(route)), F.lit(shards))
+        prepared = prepared.select(shard.cast("int").alias(SHARD), "*")
     schema = job.spark_schema()
     if df.isStreaming:
         event_time = F.timestamp_micros(F.col(TIME))
@@ -171,12 +180,13 @@ def run_operator(
     else:
         # A bounded input needs no grouping or sort in the JVM: repartition so that each
         # shard's rows meet in one task and stream them through that task's runners. With no
-        # explicit shard, keys are spread by Spark's own hash and each task is one shard.
+        # explicit shard, rows are spread by Spark's own hash of the route column and each
+        # task is one shard, known to the task as its partition id (a shard column would
+        # cost as much as the operator's own work to ship).
         if explicit_shard:
             partitioned = prepared.repartition(shards, SHARD)
         else:
-            partitioned = prepared.repartition(shards, KEY).withColumn(
-                SHARD, F.spark_partition_id())
+            partitioned = prepared.repartition(shards, route)
         # Arrow batches, not pandas: the key column goes to the operator as dictionary codes
         # (a Categorical) instead of millions of Python strings.
         out = partitioned.mapInArrow(
@@ -247,6 +257,9 @@ def _take_malformed(rows: pa.RecordBatch | pa.Table,
 
 
 def _split_by_shard(batch: pa.RecordBatch) -> Iterator[tuple[int, pa.RecordBatch]]:
+    if SHARD not in batch.schema.names:  # one shard per task: the partition
+        yield TaskContext.get().partitionId(), batch
+        return
     shard_ids = batch.column(SHARD).to_numpy()
     present = np.unique(shard_ids).tolist()
     for shard in present:

@@ -171,9 +171,6 @@ def persistent_items(
     item_col = F.col(item)
     item_value = item_col.cast("long" if integral else "string")
     micros = F.when(item_col.isNotNull(), _to_micros(df, _column(time)))
-    # Route by the item's hash, computed in the JVM: every row of an item reaches the same
-    # shard, and no key travels to Python (the operator needs none).
-    shard = F.pmod(F.xxhash64(item_col), F.lit(shards))
     factory = functools.partial(PersistentItemsOperator, alpha, epsilon, window_slots,
                                 slot_us, **op_kwargs)
     if not df.isStreaming and mode == "sliding":
@@ -182,8 +179,9 @@ def persistent_items(
         factory = functools.partial(_BoundedPersistentOperator, alpha, epsilon, window_slots,
                                     slot_us, end_slot=end_slot, **op_kwargs)
     job = OperatorJob(factory=factory, schema=schema, inputs={ITEM: item_value})
-    out = run_operator(df, job, time=micros, key=None, shards=shards, late=late,
-                       shard=shard)
+    # Route by the item: every row of an item reaches the same shard, and no key travels to
+    # Python (the operator needs none).
+    out = run_operator(df, job, time=micros, key=None, shards=shards, late=late, route=ITEM)
     status = F.coalesce(F.col(REJECTED), F.lit(REPORTED))
     return out.select(
         "window_end_slot",
