@@ -39,7 +39,7 @@ import pandas as pd
 
 from windowkit.core.durations import Duration, to_micros
 from windowkit.core.operator import KEY, TIME, StreamOperator
-from windowkit.core.ordering import group_rows_by_slot
+from windowkit.core.ordering import group_rows_by_slot, sort_each_key_by_time
 from windowkit.core.serialization import pack_state, unpack_state
 from windowkit.core.validation import check_choice
 
@@ -474,15 +474,14 @@ def _sort_by_key_and_time(
     """The rows sorted by (slot, time), stably.
 
     Rows usually come in time order within each key, so grouping by slot mostly suffices and
-    the time sort is only paid when some key's rows are out of order.
+    only the keys whose rows are out of order are then sorted by time.
     """
     if len(slot) < 2:
         return slot, time, codes
     if np.any(slot[1:] < slot[:-1]):
         slot, time, codes = group_rows_by_slot(slot, n_slots, time, codes)
     if np.any((time[1:] < time[:-1]) & (slot[1:] == slot[:-1])):
-        order = np.argsort(time, kind="stable")
-        slot, time, codes = group_rows_by_slot(slot[order], n_slots, time[order], codes[order])
+        slot, time, codes = sort_each_key_by_time(slot, time, codes)
     return slot, time, codes
 
 def _reset_open(st: _KeyState, slots: np.ndarray) -> None:
