@@ -107,10 +107,23 @@ def test_watermarks_deadlines_and_bytes():
     assert again.advance(34).values.tolist() == closed.values.tolist()
     with pytest.raises(ValueError, match="already closed"):
         op.process(pd.DataFrame({"time": [30], "item": ["a"]}))
-    with pytest.raises(ValueError, match="sorted by `time`"):
-        op.process(pd.DataFrame({"time": [60, 50], "item": ["a", "a"]}))
     with pytest.raises(ValueError, match="PERSOPR state is corrupt"):
         PersistentItemsOperator.from_bytes(blob[:-1] + bytes([blob[-1] ^ 1]))
+
+
+@SETTINGS
+@given(batches(strings=False), st.sampled_from(["sliding", "fixed"]), st.integers(0, 2**16))
+def test_a_batch_in_any_row_order_gives_the_output_of_its_time_order(df, mode, seed):
+    # A sampling configuration (tau = 2 / (eps n) = 0.25): which (item, slot) pairs are
+    # sampled must not depend on the rows' order within a slot.
+    def operator():
+        return PersistentItemsOperator(alpha=0.6, epsilon=0.4, window=20, slot_length=SLOT,
+                                       origin=5, mode=mode, item_type="int64", seed=3)
+
+    shuffled = df.iloc[np.random.default_rng(seed).permutation(len(df))]
+    want = run(operator(), df)
+    got = run(operator(), shuffled.reset_index(drop=True))
+    assert got.values.tolist() == want.values.tolist()
 
 
 def test_runner_with_disorder_and_watermarks_matches_sorted_processing():

@@ -85,6 +85,7 @@ class PersistentItemsOperator(StreamOperator):
 
     FORMAT_TAG = "PERSOPR"
     FORMAT_VERSION = 1
+    ORDERS_ROWS_ITSELF = True
 
     def __init__(
         self,
@@ -168,18 +169,23 @@ class PersistentItemsOperator(StreamOperator):
 
     # -- StreamOperator ------------------------------------------------------------------------
     def process(self, batch: pd.DataFrame) -> pd.DataFrame:
-        """Consume rows sorted by ``time``; return the rows of the slots this closes."""
+        """Consume rows in any order; return the rows of the slots this closes.
+
+        Rows are taken slot by slot (stably). Their order within a slot does not matter: a
+        slot only tells which items occurred in it, and the sampling hash depends on the
+        (item, slot) pair alone.
+        """
         if not len(batch):
             return self.empty_output()
         times = batch[TIME].to_numpy(dtype=np.int64)
-        if (np.diff(times) < 0).any():
-            msg = "`batch` must be sorted by `time`"
-            raise ValueError(msg)
         items = batch[ITEM]
         if self.item_type == "string" and items.dtype != object:
             items = items.astype(str)
         items = items.to_numpy()
         slots = self._slot_of(times)
+        if len(slots) > 1 and (slots[1:] < slots[:-1]).any():
+            order = _stable_order(slots)
+            slots, items = slots[order], items[order]
         if self._open is not None and slots[0] < self._open:
             msg = (
                 f"row at time {int(times[0])} belongs to slot {int(slots[0])}, "
@@ -277,3 +283,11 @@ class PersistentItemsOperator(StreamOperator):
             msg = f"{cls.FORMAT_TAG} state is corrupt: {exc}"
             raise StateFormatError(msg) from exc
         return op
+
+
+def _stable_order(slots: np.ndarray) -> np.ndarray:
+    """A stable sort of slot numbers; a radix sort when the batch spans fewer than 2^16."""
+    low = slots.min()
+    if slots.max() - low < 65536:
+        return np.argsort((slots - low).astype(np.uint16), kind="stable")
+    return np.argsort(slots, kind="stable")
