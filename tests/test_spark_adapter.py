@@ -1,0 +1,37 @@
+"""The generic adapter's own rules: the watermark it may anticipate, and its parameters."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+from pyspark.sql import functions as F
+
+from windowkit.core.frames import OUTPUT_SCHEMA, ThresholdFramer
+from windowkit.spark.adapter import OperatorJob, _own_watermark_delay, run_operator
+
+pytestmark = pytest.mark.spark
+
+
+def _rate_stream(spark):
+    return spark.readStream.format("rate").option("rowsPerSecond", 1).load()
+
+
+def test_the_own_watermark_delay_is_known_only_when_it_is_the_only_watermark(spark):
+    stream = _rate_stream(spark)
+    assert _own_watermark_delay(stream, "10 minutes") == 600_000_000
+    assert _own_watermark_delay(stream, None) == 0
+    # Spark's global watermark is the minimum over watermarks: another one upstream may hold
+    # it back, so nothing can be released ahead of it.
+    upstream = stream.withWatermark("timestamp", "1 minute")
+    assert _own_watermark_delay(upstream, "10 minutes") is None
+    # An interval form only Spark parses: do not guess.
+    assert _own_watermark_delay(stream, "1 minute 30 seconds") is None
+
+
+def test_route_must_name_the_key_or_an_input(spark):
+    df = spark.createDataFrame([("a", 1, True)], "k string, t long, v boolean")
+    job = OperatorJob(factory=functools.partial(ThresholdFramer, "1 rows"),
+                      schema=OUTPUT_SCHEMA, inputs={"value": F.col("v").cast("tinyint")})
+    with pytest.raises(ValueError, match="`route` must be 'key' or one of the job's inputs"):
+        run_operator(df, job, time="t", key="k", route="nope")
