@@ -268,7 +268,7 @@ class ThresholdFramer(StreamOperator):
           key  frame_id  start  end  last  n_tuples  n_missing status
         0   a         0      1    3     2         2          0  final
         """
-        keys = batch[KEY].to_numpy() if KEY in batch else None
+        keys = batch[KEY] if KEY in batch else None  # a Series: categorical keys keep codes
         return self.update(batch[TIME].to_numpy(), batch[VALUE], key=keys)
 
     def update(

@@ -89,13 +89,32 @@ def sort_each_key_by_time(
 def _sort_segments(starts, time, codes):  # pragma: no cover - compiled
     for k in range(len(starts) - 1):
         lo, hi = starts[k], starts[k + 1]
-        in_order = True
-        for i in range(lo + 1, hi):
-            if time[i] < time[i - 1]:
-                in_order = False
-                break
-        if in_order:
+        # A few rows out of place cost an insertion sort little; past a budget of moves
+        # the segment is far from sorted and goes to merge sort. Both are stable, and a
+        # partial insertion sort keeps equal times in their order, so the result is the same.
+        if not _insertion_sort(time, codes, lo, hi, 4 * (hi - lo)):
+            order = np.argsort(time[lo:hi], kind="mergesort") + lo
+            time[lo:hi] = time[order]
+            codes[lo:hi] = codes[order]
+
+
+@numba.njit(cache=True, inline="always")
+def _insertion_sort(time, codes, lo, hi, budget):  # pragma: no cover - compiled
+    """Stable insertion sort of ``[lo, hi)`` by time; False if it gave up after ``budget``."""
+    moves = 0
+    for i in range(lo + 1, hi):
+        t = time[i]
+        if t >= time[i - 1]:
             continue
-        order = np.argsort(time[lo:hi], kind="mergesort") + lo  # mergesort: stable
-        time[lo:hi] = time[order]
-        codes[lo:hi] = codes[order]
+        c = codes[i]
+        j = i - 1
+        while j >= lo and time[j] > t:
+            time[j + 1] = time[j]
+            codes[j + 1] = codes[j]
+            j -= 1
+        moves += i - 1 - j
+        time[j + 1] = t
+        codes[j + 1] = c
+        if moves > budget:
+            return False
+    return True
