@@ -133,6 +133,9 @@ def run_spark(spark, path: str, runs: int, shards: int) -> dict:
             t0 = time.perf_counter()
             outputs[name] = fn()
             times[name].append(time.perf_counter() - t0)
+    print("Spark seconds per run: " + "; ".join(
+        f"{name} " + ", ".join(f"{t:.2f}" for t in times[name]) for name in times),
+        file=sys.stderr)
     return {name: (statistics.median(times[name]), canonical(outputs[name]))
             for name in ("sql", "batch")}
 
