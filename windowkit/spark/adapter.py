@@ -233,7 +233,7 @@ def _pack_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             payloads.append(sink.getvalue().to_pybytes())
         yield pa.RecordBatch.from_arrays(
             [pa.array(shards, pa.int32()), pa.array(payloads, pa.binary())],
-            schema=_arrow_schema(PACKED_SCHEMA))
+            names=[SHARD, PAYLOAD])
 
 
 def _unpack_rows(frames: Iterator[pd.DataFrame]) -> pa.Table:

@@ -62,7 +62,7 @@ class FixedCore:
         if self.all_pass:
             return K.fixed_update(
                 hashes, slots, start, self.table, self.ekey, self.ecount, self.elast,
-                self.new_rows, self.n, self.thr, self.all_pass, self.salt,
+                self.new_rows, self.n,
             )
         return K.fixed_sample_update(
             hashes, slots, start, self.table, self.ekey, self.ecount, self.elast,

@@ -119,18 +119,24 @@ def rehash(table, ekey, live):  # pragma: no cover - compiled
             _put(table, pos, ekey[e], e)
 
 
+@nb.njit(cache=True, inline="always")
+def _append_entry(ekey, ecount, elast, new_rows, e, h, t, i):  # pragma: no cover - compiled
+    """Start tracking key ``h`` as entry ``e``, first seen in slot ``t`` at row ``i``."""
+    ekey[e] = h
+    ecount[e] = 1
+    elast[e] = t
+    new_rows[e] = i
+
+
 @nb.njit(cache=True)
 def fixed_update(
-    hashes, slots, start, table, ekey, ecount, elast, new_rows, n_entries, thr, all_pass, salt
+    hashes, slots, start, table, ekey, ecount, elast, new_rows, n_entries
 ):  # pragma: no cover - compiled
-    """Algorithm 2 (or the naive algorithm when ``all_pass``) over rows ``start..``.
+    """The naive algorithm (every item tracked: tau >= 1) over rows ``start..``.
 
     Returns ``(next_row, n_entries)``; ``next_row < len(hashes)`` asks the caller to grow.
     """
     limit = min(ekey.size, table.size // 4)
-    have = False
-    cur = np.int64(0)
-    slot_mix = np.uint64(0)
     for i in range(start, hashes.size):
         h = hashes[i]
         t = slots[i]
@@ -140,22 +146,11 @@ def fixed_update(
                 ecount[e] += 1
                 elast[e] = t
             continue
-        if not all_pass:
-            if not have or t != cur:
-                have = True
-                cur = t
-                slot_mix = mix64(np.uint64(t) ^ salt)
-            if mix64(h ^ slot_mix) >= thr:
-                continue
         if n_entries >= limit:
             return i, n_entries
-        e = n_entries
+        _append_entry(ekey, ecount, elast, new_rows, n_entries, h, t, i)
+        _put(table, pos, h, n_entries)
         n_entries += 1
-        ekey[e] = h
-        ecount[e] = 1
-        elast[e] = t
-        new_rows[e] = i
-        _put(table, pos, h, e)
     return hashes.size, n_entries
 
 
@@ -221,13 +216,9 @@ def fixed_sample_update(
             continue
         if n_entries >= limit:
             return i, n_entries
-        e = n_entries
+        _append_entry(ekey, ecount, elast, new_rows, n_entries, h, t, i)
+        _wput(words, pos, h, n_entries)
         n_entries += 1
-        ekey[e] = h
-        ecount[e] = 1
-        elast[e] = t
-        new_rows[e] = i
-        _wput(words, pos, h, e)
     return hashes.size, n_entries
 
 
