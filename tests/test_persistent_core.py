@@ -69,6 +69,23 @@ def test_int_hash_kernel_matches_core_hash64():
         assert (K.hash_int64(values, sk._seed_mix) == hash64(values, seed=seed)).all()
 
 
+def late_row_numpy(slots, now, lateness):
+    """The order check as numpy's running maximum (the definition ``late_row`` fuses)."""
+    ref = np.maximum(now, np.concatenate([[now], np.maximum.accumulate(slots)[:-1]]))
+    bad = np.flatnonzero(slots < ref - lateness)
+    return (int(bad[0]), int(ref[bad[0]])) if bad.size else (-1, max(now, int(slots.max())))
+
+
+@SETTINGS
+@given(st.lists(st.integers(-5, 40), min_size=1, max_size=60), st.integers(0, 3),
+       st.one_of(st.none(), st.integers(-5, 40)))
+def test_late_row_kernel_is_the_running_maximum_check(slots, lateness, now):
+    arr = np.array(slots, dtype=np.int64)
+    start = int(arr[0]) if now is None else now
+    got = K.late_row(arr, np.int64(start), np.int64(lateness))
+    assert (int(got[0]), int(got[1])) == late_row_numpy(arr, start, lateness)
+
+
 @pytest.mark.parametrize("all_pass", [False, True])
 def test_fixed_core_tells_apart_keys_sharing_tag_and_home_slot(all_pass):
     # a sampling instance's word table stores only the high 32 bits of a key: give 40 keys the

@@ -1,4 +1,5 @@
-"""The generic adapter's own rules: the watermark it may anticipate, and its parameters."""
+"""The generic adapter's own rules: the watermark it may anticipate, where its shards run,
+and its parameters."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ import pytest
 from pyspark.sql import functions as F
 
 from windowkit.core.frames import OUTPUT_SCHEMA, ThresholdFramer
-from windowkit.spark.adapter import OperatorJob, _own_watermark_delay, run_operator
+from windowkit.spark.adapter import (
+    OperatorJob,
+    _own_watermark_delay,
+    run_operator,
+    spark_hash_int,
+    spread_group_ids,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -35,3 +42,21 @@ def test_route_must_name_the_key_or_an_input(spark):
                       schema=OUTPUT_SCHEMA, inputs={"value": F.col("v").cast("tinyint")})
     with pytest.raises(ValueError, match="`route` must be 'key' or one of the job's inputs"):
         run_operator(df, job, time="t", key="k", route="nope")
+
+
+def test_spark_hash_int_is_the_hash_spark_partitions_by(spark):
+    ends = spark.range(2**31 - 3, 2**31).union(spark.range(-(2**31), -(2**31) + 3))
+    values = spark.range(-300, 300).union(ends).select(
+        F.col("id"), F.hash(F.col("id").cast("int")).alias("h")).collect()
+    assert [spark_hash_int(r.id) for r in values] == [r.h for r in values]
+
+
+@pytest.mark.parametrize("shards", [1, 2, 3, 4, 8, 16, 64])
+def test_each_shard_gets_a_stateful_partition_of_its_own(spark, shards):
+    ids = spread_group_ids(shards)
+    # Spark's own partition for each grouping value: pmod(hash, partitions)
+    rows = spark.createDataFrame([(v,) for v in ids], "g int").select(
+        F.pmod(F.hash("g"), F.lit(shards)).alias("p")).collect()
+    assert [r.p for r in rows] == list(range(shards))
+    # The shard numbers themselves would not do: 0 and 1 share a partition of two.
+    assert spark_hash_int(0) % 2 == spark_hash_int(1) % 2

@@ -103,7 +103,7 @@ def write_arrival_files(readings: pd.DataFrame, folder: str, n_files: int) -> pd
     return pd.concat([readings, flush], ignore_index=True)
 
 
-def order_files(path, position: int) -> None:
+def order_files(path, position: float) -> None:
     """The file source reads files by modification time: make arrival order explicit."""
     os.utime(path, (1_700_000_000 + position, 1_700_000_000 + position))
 
@@ -128,11 +128,19 @@ def test_streaming_over_files_equals_the_core_with_out_of_order_rows(spark, read
     # 10-minute lateness, so the stream must give exactly the in-order core's frames.
     assert not readings["time"].is_monotonic_increasing
     fed = write_arrival_files(readings, str(tmp_path / "in"), n_files=4)
+    # A micro-batch of malformed rows only (a null time), between the first two files: set
+    # aside with their content, no effect on the frames.
+    bad = tmp_path / "in" / "part-000-bad.parquet"
+    pd.DataFrame({"router": ["r-bad"], "loss_rate": [0.5],
+                  "time": pd.Series([pd.NaT], dtype="datetime64[us, UTC]")}).to_parquet(bad)
+    order_files(bad, 0.5)
     run_stream(spark, str(tmp_path / "in"), str(tmp_path / "out"), str(tmp_path / "ck"))
     got = spark.read.parquet(str(tmp_path / "out")).toPandas()
     assert (got["status"] != "late").all()
+    malformed = got[got["status"] == "malformed"]
+    assert len(malformed) == 1 and '"router":"r-bad"' in malformed["detail"].iloc[0]
     expected = core_frames(fed, finish=False, **PARAMS)
-    pd.testing.assert_frame_equal(canonical(got), expected)
+    pd.testing.assert_frame_equal(canonical(got[got["status"] != "malformed"]), expected)
 
 
 def test_a_query_restarted_on_its_checkpoint_gives_the_same_frames(spark, readings, tmp_path):

@@ -1,31 +1,41 @@
 """The Spark layer: DataFrame functions for batch and Structured Streaming.
 
 >>> from windowkit.spark import threshold_frames, windowed_count_min, persistent_items
+
+Each function's module is imported on first use: a Spark Python worker unpickling one
+technique's processor then imports only that technique (and numba only if it needs it), which
+shortens the first micro-batch of a streaming query.
 """
 
-from windowkit.spark.countmin import (
-    estimate_frequency,
-    heavy_hitters,
-    merge_count_min,
-    windowed_count_min,
-)
-from windowkit.spark.frames import split_rejected, threshold_frames
-from windowkit.spark.persistent import (
-    exact_persistent_items,
-    persistent_items,
-    split_persistent,
-)
-from windowkit.spark.session import windowkit_session
+from __future__ import annotations
 
-__all__ = [
-    "estimate_frequency",
-    "exact_persistent_items",
-    "heavy_hitters",
-    "merge_count_min",
-    "persistent_items",
-    "split_persistent",
-    "split_rejected",
-    "threshold_frames",
-    "windowed_count_min",
-    "windowkit_session",
-]
+import importlib
+from typing import Any
+
+_MODULE_OF = {
+    "estimate_frequency": "countmin",
+    "heavy_hitters": "countmin",
+    "merge_count_min": "countmin",
+    "windowed_count_min": "countmin",
+    "split_rejected": "frames",
+    "threshold_frames": "frames",
+    "exact_persistent_items": "persistent",
+    "persistent_items": "persistent",
+    "split_persistent": "persistent",
+    "windowkit_session": "session",
+}
+
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULE_OF:
+        msg = f"module 'windowkit.spark' has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(f"windowkit.spark.{_MODULE_OF[name]}"), name)
+    globals()[name] = value  # later look-ups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,6 +1,7 @@
 """The one generic Spark adapter: run any core :class:`StreamOperator` on a DataFrame.
 
-Keys are hashed in the JVM into a fixed number of *shards*; each shard is one Spark group and
+Keys are hashed in the JVM into a fixed number of *shards* (``repartition(shards, key)``: a
+shard is a task's partition id, or an explicit shard column); each shard is one Spark group and
 one operator instance holding the state of many keys, so per-group Python overhead is paid per
 shard, not per key. Each shard's operator sits behind an
 :class:`~windowkit.core.operator.EventTimeRunner`, which orders rows by event time, applies the
@@ -45,7 +46,7 @@ from windowkit.core.operator import KEY, TIME, EventTimeRunner, StreamOperator, 
 
 SHARD = "wk_shard"  # no leading "__": TWS renames such columns positionally
 SHARD_OUT = "shard"
-DETAIL = "wk_detail"
+EVENT_TIME = "wk_event_time"
 REJECTED = "rejected"
 DETAIL_OUT = "detail"
 PAYLOAD = "wk_rows"
@@ -150,43 +151,39 @@ def run_operator(
     if route != KEY and route not in job.inputs:
         msg = f"`route` must be 'key' or one of the job's inputs {list(job.inputs)}; got {route!r}"
         raise ValueError(msg)
+    # Every column shipped to Python costs JVM time per row, so a malformed row has no column
+    # of its own: its time is null and its key column carries the row as JSON.
     prepared = df.select(
         *([shard.cast("int").alias(SHARD)] if explicit_shard else []),
-        key_col.cast("string").alias(KEY),
-        micros.alias(TIME),
+        F.when(malformed, original).otherwise(key_col.cast("string")).alias(KEY),
+        F.when(~malformed, micros).alias(TIME),
         *[col.alias(name) for name, col in job.inputs.items()],
-        F.when(malformed, original).alias(DETAIL),
+        *([F.timestamp_micros(micros).alias(EVENT_TIME)] if df.isStreaming else []),
     )
-    if df.isStreaming and not explicit_shard:
-        shard = F.pmod(F.xxhash64(F.col(route)), F.lit(shards))
-        prepared = prepared.select(shard.cast("int").alias(SHARD), "*")
     schema = job.spark_schema()
     if df.isStreaming:
-        event_time = F.timestamp_micros(F.col(TIME))
-        prepared = prepared.withColumn("wk_event_time", event_time).withWatermark(
-            "wk_event_time", late or "0 seconds").drop("wk_event_time")
+        prepared = prepared.withWatermark(EVENT_TIME, late or "0 seconds").drop(EVENT_TIME)
+    # A shard's rows meet in one task; the shard is the task's partition id unless the caller
+    # gave one explicitly.
+    partitioned = prepared.repartition(shards, SHARD if explicit_shard else route)
+    if df.isStreaming:
         # transformWithStateInPandas turns its input into pandas row by row (itertuples in
-        # pyspark 4.1), about 0.4 M rows/s per core: so each input batch's rows of one shard
-        # travel as one row holding them as Arrow IPC bytes. The watermark, defined above on
-        # the rows themselves, is unchanged by the packing.
-        packed = prepared.mapInArrow(_pack_rows, PACKED_SCHEMA)
+        # pyspark 4.1), about 0.4 M rows/s per core: so each task's input batch of one shard
+        # travels as one row holding the rows as Arrow IPC bytes. Packing after the
+        # repartition runs it on every core even when a micro-batch is one file read by one
+        # task, and the watermark, defined above on the rows themselves, is unchanged by it.
+        group_ids = spread_group_ids(shards)
+        packed = partitioned.mapInArrow(functools.partial(_pack_rows, group_ids), PACKED_SCHEMA)
         out = packed.groupBy(SHARD).transformWithStateInPandas(
             statefulProcessor=_RunnerProcessor(job.factory, list(job.inputs),
-                                               _own_watermark_delay(df, late)),
+                                               _own_watermark_delay(df, late), group_ids),
             outputStructType=schema,
             outputMode="Append",
             timeMode="EventTime",
         )
     else:
-        # A bounded input needs no grouping or sort in the JVM: repartition so that each
-        # shard's rows meet in one task and stream them through that task's runners. With no
-        # explicit shard, rows are spread by Spark's own hash of the route column and each
-        # task is one shard, known to the task as its partition id (a shard column would
-        # cost as much as the operator's own work to ship).
-        if explicit_shard:
-            partitioned = prepared.repartition(shards, SHARD)
-        else:
-            partitioned = prepared.repartition(shards, route)
+        # A bounded input needs no grouping or sort in the JVM: each task streams its shard's
+        # rows through the shard's runner, then ends the input.
         # Arrow batches, not pandas: the key column goes to the operator as dictionary codes
         # (a Categorical) instead of millions of Python strings.
         out = partitioned.mapInArrow(
@@ -221,7 +218,55 @@ def _run_partition(
         yield _to_arrow(output, pd.DataFrame(), operator_schema, shard, arrow_schema)
 
 
-def _pack_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def spread_group_ids(shards: int) -> list[int]:
+    """One grouping value per shard, chosen so that Spark's hash partitioning of a stateful
+    operator with ``shards`` partitions puts every shard in a partition of its own.
+
+    The shard numbers ``0, 1, ...`` themselves collide (with 2 partitions, 0 and 1 hash to the
+    same one), and the shards would then run one after the other in one task. The values
+    depend on ``shards`` only, so they are the same after a restart from a checkpoint.
+
+    Examples
+    --------
+    >>> spread_group_ids(2), spread_group_ids(1)
+    ([2, 0], [0])
+    """
+    ids: list[int | None] = [None] * shards
+    value, missing = 0, shards
+    while missing:
+        partition = spark_hash_int(value) % shards
+        if ids[partition] is None:
+            ids[partition] = value
+            missing -= 1
+        value += 1
+    return ids
+
+
+def spark_hash_int(value: int) -> int:
+    """Spark's ``hash()`` of an ``int`` (Murmur3 x86 32-bit, seed 42), which its hash
+    partitioning takes modulo the number of partitions.
+
+    Examples
+    --------
+    >>> spark_hash_int(0), spark_hash_int(1)
+    (933211791, -559580957)
+    """
+    mask = 0xFFFFFFFF
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & mask
+
+    k1 = rotl((value & mask) * 0xCC9E2D51 & mask, 15) * 0x1B873593 & mask
+    h1 = (rotl(42 ^ k1, 13) * 5 + 0xE6546B64) & mask
+    h1 ^= 4
+    h1 = (h1 ^ (h1 >> 16)) * 0x85EBCA6B & mask
+    h1 = (h1 ^ (h1 >> 13)) * 0xC2B2AE35 & mask
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 >= 1 << 31 else h1
+
+
+def _pack_rows(group_ids: list[int],
+               batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Streaming input: one row per (input batch, shard) holding the rows as Arrow IPC."""
     for batch in batches:
         shards, payloads = [], []
@@ -229,7 +274,7 @@ def _pack_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, part.schema) as writer:
                 writer.write_batch(part)
-            shards.append(shard)
+            shards.append(group_ids[shard])
             payloads.append(sink.getvalue().to_pybytes())
         yield pa.RecordBatch.from_arrays(
             [pa.array(shards, pa.int32()), pa.array(payloads, pa.binary())],
@@ -244,12 +289,12 @@ def _unpack_rows(frames: Iterator[pd.DataFrame]) -> pa.Table:
 
 def _take_malformed(rows: pa.RecordBatch | pa.Table,
                     inputs: list[str]) -> tuple[pa.RecordBatch | pa.Table, pd.DataFrame]:
-    """Split off rows marked malformed (``detail`` set): ``(good rows, rejected frame)``."""
-    detail = rows.column(DETAIL)
-    if detail.null_count < rows.num_rows:
-        valid = pc.is_null(detail)
+    """Split off rows marked malformed (a null time; the key column holds the row as JSON):
+    ``(good rows, rejected frame)``."""
+    if rows.column(TIME).null_count:
+        valid = pc.is_valid(rows.column(TIME))
         rejected = pd.DataFrame({REJECTED: "malformed", DETAIL_OUT: rows.filter(
-            pc.invert(valid)).column(DETAIL).to_pandas()})
+            pc.invert(valid)).column(KEY).to_pandas()})
         rows = rows.filter(valid)
     else:
         rejected = pd.DataFrame({REJECTED: [], DETAIL_OUT: []})
@@ -344,11 +389,13 @@ class _RunnerProcessor(StatefulProcessor):
     """transformWithStateInPandas processor holding one EventTimeRunner per shard."""
 
     def __init__(
-        self, factory: Callable[[], StreamOperator], inputs: list[str], delay_us: int | None
+        self, factory: Callable[[], StreamOperator], inputs: list[str], delay_us: int | None,
+        group_ids: list[int],
     ) -> None:
         self.factory = factory
         self.inputs = inputs
         self.delay_us = delay_us
+        self.shard_of = {group: shard for shard, group in enumerate(group_ids)}
 
     def _next_watermark_at_least(self, rows: pd.DataFrame) -> int | None:
         """A bound the next micro-batch's watermark cannot fall below.
@@ -394,13 +441,15 @@ class _RunnerProcessor(StatefulProcessor):
         if len(late):
             rejected = pd.concat([rejected, _late_frame(late, self.inputs)], ignore_index=True)
         self._save(runner)
-        yield _to_spark_frame(output, rejected, runner.operator.output_schema, int(key[0]))
+        yield _to_spark_frame(output, rejected, runner.operator.output_schema,
+                               self.shard_of[int(key[0])])
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator:
         runner = self._load()
         output = runner.advance(_watermark_us(timerValues))
         self._save(runner)
-        yield _to_spark_frame(output, pd.DataFrame(), runner.operator.output_schema, int(key[0]))
+        yield _to_spark_frame(output, pd.DataFrame(), runner.operator.output_schema,
+                               self.shard_of[int(key[0])])
 
     def close(self) -> None:
         pass

@@ -127,12 +127,10 @@ class SlotStream:
         slots_arr = normalize_slots(slots, items_arr.size)
         if not items_arr.size:
             return
-        self._check_order(slots_arr)
+        now = self._check_order(slots_arr)
         self._check_slots(slots_arr)
         self._set_kind(kind)
         lateness = self.config.allowed_lateness
-        new_now = int(slots_arr.max())
-        now = new_now if self._now is None else max(self._now, new_now)
         if lateness == 0 and not self._pend_slots.size:
             self._now = now
             self._apply(items_arr, slots_arr)
@@ -143,22 +141,21 @@ class SlotStream:
             return
         self._after_now()
 
-    def _check_order(self, slots: np.ndarray) -> None:
+    def _check_order(self, slots: np.ndarray) -> int:
+        """Raise unless no slot is over ``allowed_lateness`` behind an earlier one or ``now``.
+
+        Returns the latest of ``now`` and ``slots`` (the current slot after the batch).
+        """
         lateness = self.config.allowed_lateness
-        running = np.maximum.accumulate(slots)
-        ref = np.empty_like(running)
-        ref[1:] = running[:-1]
-        ref[0] = slots[0] if self._now is None else self._now
-        if self._now is not None:
-            np.maximum(ref, self._now, out=ref)
-        bad = slots < ref - lateness
-        if bad.any():
-            i = int(np.argmax(bad))
+        now = int(slots[0]) if self._now is None else self._now
+        i, ref = K.late_row(slots, np.int64(now), np.int64(lateness))
+        if i >= 0:
             msg = (
                 f"`slots` went backwards beyond the allowed lateness ({lateness} slots): "
-                f"slot {int(slots[i])} arrived after slot {int(ref[i])}"
+                f"slot {int(slots[i])} arrived after slot {int(ref)}"
             )
             raise ValueError(msg)
+        return int(ref)
 
     def _set_now(self, now: int) -> None:
         """Move ``now`` forward and apply every buffered row at or before the frontier."""
