@@ -33,7 +33,8 @@ def test_the_own_watermark_delay_is_known_only_when_it_is_the_only_watermark(spa
     upstream = stream.withWatermark("timestamp", "1 minute")
     assert _own_watermark_delay(upstream, "10 minutes") is None
     # An interval form only Spark parses: do not guess.
-    assert _own_watermark_delay(stream, "1 minute 30 seconds") is None
+    compound = "1 minute 30 seconds"
+    assert _own_watermark_delay(stream, compound) is None
 
 
 def test_route_must_name_the_key_or_an_input(spark):

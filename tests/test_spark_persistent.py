@@ -109,7 +109,7 @@ def test_exact_sketch_equals_exact_sql_and_reference(spark):
         assert got_exact == want
     row = exact.orderBy("window_end_slot").first()
     # event-time bounds: a window spans n slots of 10 s
-    assert row.window_end == row.window_start + pd.Timedelta(seconds=10 * n)
+    assert row.window_end == row.window_start + pd.Timedelta(10 * n, unit="s")
 
 
 def test_malformed_rows_are_reported_with_their_row(spark):
