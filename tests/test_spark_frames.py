@@ -73,12 +73,16 @@ def test_malformed_rows_are_quarantined_with_their_content(spark, readings):
     from windowkit.spark import split_rejected, threshold_frames
 
     bad = readings.head(3).assign(time=pd.NaT)
-    df = spark.createDataFrame(pd.concat([readings, bad], ignore_index=True))
+    # a null key is malformed too: it belongs to no key's frames (and must not stop the job)
+    keyless = readings.head(1).assign(router=None, loss_rate=0.25)
+    df = spark.createDataFrame(pd.concat([readings, bad, keyless], ignore_index=True))
     frames, rejected = split_rejected(
         threshold_frames(df, "time", "loss_rate > 0.003", by="router", **PARAMS))
     rejected = rejected.toPandas()
-    assert rejected["status"].tolist() == ["malformed"] * 3
+    assert rejected["status"].tolist() == ["malformed"] * 4
     details = sorted(rejected["detail"])
+    assert sum('"loss_rate":0.25' in d and '"router"' not in d for d in details) == 1
+    details = [d for d in details if '"loss_rate":0.25' not in d]
     routers = sorted(bad["router"])
     assert [f'"router":"{r}"' in d for r, d in zip(routers, details, strict=True)] == [True] * 3
     pd.testing.assert_frame_equal(canonical(frames.toPandas()), core_frames(readings, **PARAMS))

@@ -18,10 +18,10 @@ a shard knows a bound the next watermark cannot fall below; rows behind that bou
 to the operator at once instead of waiting in state for one more micro-batch (same output,
 sooner).
 
-Rows that cannot be processed are never dropped: a row whose event time is null or unparsable,
-or that the job marks invalid, comes out with ``rejected = "malformed"``, and a row behind the
-watermark with ``rejected = "late"``; ``detail`` holds the row as JSON. Normal output rows have
-``rejected`` null.
+Rows that cannot be processed are never dropped: a row whose event time or key is null (or the
+time unparsable), or that the job marks invalid, comes out with ``rejected = "malformed"``, and
+a row behind the watermark with ``rejected = "late"``; ``detail`` holds the row as JSON. Normal
+output rows have ``rejected`` null.
 """
 
 from __future__ import annotations
@@ -114,7 +114,8 @@ def run_operator(
     time : str or Column
         Event time: a timestamp, or an integer (taken as microseconds).
     key : str, Column or None
-        Grouping key (cast to string for transport); None for one global key.
+        Grouping key (cast to string for transport; a null key makes the row malformed); None
+        for one global key.
     shards : int, optional
         Spark groups the keys are hashed into; default ``spark.sql.shuffle.partitions``.
         Keep it fixed for the life of a streaming checkpoint.
@@ -143,6 +144,8 @@ def run_operator(
     key_col = F.lit("") if key is None else (F.col(key) if isinstance(key, str) else key)
     micros = _to_micros(df, time_col)
     malformed = micros.isNull()
+    if key is not None:
+        malformed = malformed | key_col.isNull()  # a row of no key belongs to no key's state
     if job.valid is not None:
         malformed = malformed | ~F.coalesce(job.valid, F.lit(False))
     original = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))

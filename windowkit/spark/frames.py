@@ -74,8 +74,9 @@ def threshold_frames(
     DataFrame
         ``key`` (named after ``by``), ``frame_id``, ``start``, ``end``, ``last``, ``n_tuples``,
         ``n_missing``, ``status`` (``partial``/``final``, or ``malformed``/``late`` for rows that
-        could not be framed, with the row as JSON in ``detail``). Use :func:`split_rejected`
-        to separate them.
+        could not be framed: a null or unparsable time, a null ``by`` key, a predicate that
+        cannot be evaluated; or behind the watermark; with the row as JSON in ``detail``).
+        Use :func:`split_rejected` to separate them.
 
     Examples
     --------
