@@ -126,7 +126,8 @@ def run_operator(
         An explicit shard per row, an integer in ``[0, shards)`` (e.g. a DistCM site).
     route : str, optional
         Without ``shard``: the column (``"key"`` or one of ``job.inputs``) whose equal values
-        must meet in one shard; default ``"key"``. Rows are spread by its hash.
+        must meet in one shard; default ``"key"``. Rows are spread by its hash; a null value
+        makes the row malformed.
 
     Returns
     -------
@@ -143,17 +144,18 @@ def run_operator(
     time_col = F.col(time) if isinstance(time, str) else time
     key_col = F.lit("") if key is None else (F.col(key) if isinstance(key, str) else key)
     micros = _to_micros(df, time_col)
-    malformed = micros.isNull()
-    if key is not None:
-        malformed = malformed | key_col.isNull()  # a row of no key belongs to no key's state
-    if job.valid is not None:
-        malformed = malformed | ~F.coalesce(job.valid, F.lit(False))
-    original = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
     explicit_shard = shard is not None
     route = route or KEY
     if route != KEY and route not in job.inputs:
         msg = f"`route` must be 'key' or one of the job's inputs {list(job.inputs)}; got {route!r}"
         raise ValueError(msg)
+    # a row with no key (or no routing value) belongs to no key's state and to no shard
+    malformed = micros.isNull() | key_col.isNull()
+    if route != KEY:
+        malformed = malformed | job.inputs[route].isNull()
+    if job.valid is not None:
+        malformed = malformed | ~F.coalesce(job.valid, F.lit(False))
+    original = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
     # Every column shipped to Python costs JVM time per row, so a malformed row has no column
     # of its own: its time is null and its key column carries the row as JSON.
     prepared = df.select(

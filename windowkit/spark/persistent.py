@@ -170,17 +170,18 @@ def persistent_items(
         alpha, epsilon, window_slots, slot_us, **op_kwargs).output_schema
     item_col = F.col(item)
     item_value = item_col.cast("long" if integral else "string")
-    micros = F.when(item_col.isNotNull(), _to_micros(df, _column(time)))
+    micros = _to_micros(df, _column(time))
     factory = functools.partial(PersistentItemsOperator, alpha, epsilon, window_slots,
                                 slot_us, **op_kwargs)
     if not df.isStreaming and mode == "sliding":
         # Each shard must run its windows to the input's last slot, not its own last row's.
-        end_slot = df.agg(F.max(_slot_index(micros, slot_us))).first()[0]
+        item_micros = F.when(item_col.isNotNull(), micros)  # rows without an item are rejected
+        end_slot = df.agg(F.max(_slot_index(item_micros, slot_us))).first()[0]
         factory = functools.partial(_BoundedPersistentOperator, alpha, epsilon, window_slots,
                                     slot_us, end_slot=end_slot, **op_kwargs)
     job = OperatorJob(factory=factory, schema=schema, inputs={ITEM: item_value})
-    # Route by the item: every row of an item reaches the same shard, and no key travels to
-    # Python (the operator needs none).
+    # Route by the item: every row of an item reaches the same shard (a row without an item is
+    # malformed), and no key travels to Python (the operator needs none).
     out = run_operator(df, job, time=micros, key=None, shards=shards, late=late, route=ITEM)
     status = F.coalesce(F.col(REJECTED), F.lit(REPORTED))
     return out.select(
