@@ -17,7 +17,9 @@ def rows(draw):
                     dtype=np.int64)
     # few distinct times: many ties, whose order must survive
     shape = draw(st.sampled_from(["random", "nearly sorted", "reversed"]))
-    time = np.array(draw(st.lists(st.integers(0, 20), min_size=n, max_size=n)), dtype=np.int64)
+    time = np.array(draw(st.lists(st.integers(-20, 20), min_size=n, max_size=n)), dtype=np.int64)
+    # times that fit beside their code in one word, and times too wide for that
+    time *= draw(st.sampled_from([1, 2**50, 2**58]))
     if shape == "nearly sorted":
         time = np.sort(time)
         if n > 1:
