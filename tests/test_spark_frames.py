@@ -69,6 +69,42 @@ def test_batch_threshold_frames_equal_the_core(spark, readings):
     pd.testing.assert_frame_equal(got, expected)
 
 
+def test_batch_frames_keep_missing_values_and_times_before_1970(spark, readings):
+    # The predicate code travels in the time's low bits: a missing value (-1) and a negative
+    # time (before 1970) must reach the framer unchanged.
+    from windowkit.spark import split_rejected, threshold_frames
+
+    rows = readings.assign(time=readings["time"] - pd.DateOffset(years=60))
+    rng = np.random.default_rng(7)
+    rows["loss_rate"] = rows["loss_rate"].mask(rng.random(len(rows)) < 0.1)
+    assert rows["time"].max() < pd.Timestamp("1970-01-01", tz="UTC")
+    frames, rejected = split_rejected(threshold_frames(
+        spark.createDataFrame(rows), "time", "loss_rate > 0.003", by="router", **PARAMS))
+    assert rejected.count() == 0
+    ordered = rows.sort_values("time", kind="stable")
+    codes = np.where(ordered["loss_rate"].isna(), -1, ordered["loss_rate"] > 0.003)
+    framer = ThresholdFramer(**PARAMS)
+    out = framer.update(_micros(ordered["time"]), codes.astype(np.int8),
+                        key=ordered["router"].to_numpy())
+    expected = canonical(pd.concat([out, framer.finish()], ignore_index=True)
+                         .rename(columns={"key": "router"}))
+    assert expected["n_missing"].sum() > 0
+    pd.testing.assert_frame_equal(canonical(frames.toPandas()), expected)
+
+
+def test_an_integer_time_too_large_to_carry_is_malformed(spark):
+    from windowkit.spark import split_rejected, threshold_frames
+
+    temps = [30, 31, 33, 34, 30, 34, 33, 34, 35, 32]
+    rows = [("s1", t, x) for t, x in enumerate(temps, 1)] + [("s1", 2 ** 62, 40)]
+    df = spark.createDataFrame(rows, "sensor string, t long, temp int")
+    frames, rejected = split_rejected(threshold_frames(df, "t", "temp > 32", by="sensor"))
+    assert [tuple(r) for r in frames.select("start", "last", "end").orderBy("start").collect()
+            ] == [(3, 4, 5), (6, 9, 10)]
+    assert [(r.status, r.detail) for r in rejected.collect()] == [
+        ("malformed", f'{{"sensor":"s1","t":{2 ** 62},"temp":40}}')]
+
+
 def test_malformed_rows_are_quarantined_with_their_content(spark, readings):
     from windowkit.spark import split_rejected, threshold_frames
 

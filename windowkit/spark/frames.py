@@ -74,8 +74,9 @@ def threshold_frames(
     DataFrame
         ``key`` (named after ``by``), ``frame_id``, ``start``, ``end``, ``last``, ``n_tuples``,
         ``n_missing``, ``status`` (``partial``/``final``, or ``malformed``/``late`` for rows that
-        could not be framed: a null or unparsable time, a null ``by`` key, a predicate that
-        cannot be evaluated; or behind the watermark; with the row as JSON in ``detail``).
+        could not be framed: a null or unparsable time, or one beyond 2**61 µs from 1970; a
+        null ``by`` key; a predicate that cannot be evaluated; or behind the watermark; with
+        the row as JSON in ``detail``).
         Use :func:`split_rejected` to separate them.
 
     Examples
@@ -103,6 +104,7 @@ def threshold_frames(
         schema=OUTPUT_SCHEMA,
         inputs={VALUE: code.cast("tinyint")},
         valid=evaluable(df, when, predicate),
+        folded=VALUE,
     )
     out = run_operator(df, job, time=time, key=by, shards=shards, late=late)
     status = F.coalesce(F.col(REJECTED), F.col("status"))
