@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from windowkit.core.frames import ThresholdFramer, predicate_codes
+from windowkit.core.frames import ThresholdFramer
 from windowkit.datasets.routers import router_readings
 
 pytestmark = pytest.mark.spark
@@ -22,11 +22,12 @@ FRAME_COLUMNS = ["router", "frame_id", "start", "end", "last", "n_tuples", "n_mi
 
 
 def core_frames(readings: pd.DataFrame, finish: bool = True, **params) -> pd.DataFrame:
-    """The core framer on the rows in event-time order, as the Spark output's columns."""
+    """The core framer on the rows in event-time order, as the Spark output's columns; a null
+    loss rate is a missing value, as ``loss_rate > 0.003`` is null in Spark."""
     rows = readings.sort_values("time", kind="stable")
     framer = ThresholdFramer(**params)
-    out = framer.update(_micros(rows["time"]), predicate_codes(rows["loss_rate"] > 0.003),
-                        key=rows["router"].to_numpy())
+    codes = np.where(rows["loss_rate"].isna(), -1, rows["loss_rate"] > 0.003).astype(np.int8)
+    out = framer.update(_micros(rows["time"]), codes, key=rows["router"].to_numpy())
     if finish:
         out = pd.concat([out, framer.finish()], ignore_index=True)
     return canonical(out.rename(columns={"key": "router"}))
@@ -53,7 +54,10 @@ def _micros_nullable(ts: pd.Series) -> list:
 
 @pytest.fixture(scope="module")
 def readings() -> pd.DataFrame:
-    return router_readings(n_routers=6, n_reports=400, seed=3, mean_gap=60)
+    rows = router_readings(n_routers=6, n_reports=400, seed=3, mean_gap=60)
+    # some reports without a loss rate: missing values, which every path must carry as such
+    missing = np.random.default_rng(5).random(len(rows)) < 0.03
+    return rows.assign(loss_rate=rows["loss_rate"].mask(missing))
 
 
 def test_batch_threshold_frames_equal_the_core(spark, readings):
@@ -75,19 +79,11 @@ def test_batch_frames_keep_missing_values_and_times_before_1970(spark, readings)
     from windowkit.spark import split_rejected, threshold_frames
 
     rows = readings.assign(time=readings["time"] - pd.DateOffset(years=60))
-    rng = np.random.default_rng(7)
-    rows["loss_rate"] = rows["loss_rate"].mask(rng.random(len(rows)) < 0.1)
     assert rows["time"].max() < pd.Timestamp("1970-01-01", tz="UTC")
     frames, rejected = split_rejected(threshold_frames(
         spark.createDataFrame(rows), "time", "loss_rate > 0.003", by="router", **PARAMS))
     assert rejected.count() == 0
-    ordered = rows.sort_values("time", kind="stable")
-    codes = np.where(ordered["loss_rate"].isna(), -1, ordered["loss_rate"] > 0.003)
-    framer = ThresholdFramer(**PARAMS)
-    out = framer.update(_micros(ordered["time"]), codes.astype(np.int8),
-                        key=ordered["router"].to_numpy())
-    expected = canonical(pd.concat([out, framer.finish()], ignore_index=True)
-                         .rename(columns={"key": "router"}))
+    expected = core_frames(rows, **PARAMS)
     assert expected["n_missing"].sum() > 0
     pd.testing.assert_frame_equal(canonical(frames.toPandas()), expected)
 
