@@ -5,7 +5,7 @@ the SQL query gives (``loss_rate > 0.003`` for at least 3 rows, per router, no s
 script checks that, prints a table of rows/s with ratios to the SQL query, and writes JSON to
 ``bench/results/frames.json``.
 
-    .venv/bin/python bench/frames.py             # 10 M rows, 3 runs each
+    .venv/bin/python bench/frames.py             # 10 M rows, 5 runs each (medians)
     .venv/bin/python bench/frames.py --rows 1e6  # quicker
 """
 
@@ -204,7 +204,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=float, default=10e6, help="readings (default 10 M)")
     parser.add_argument("--keys", type=int, default=1000)
-    parser.add_argument("--runs", type=int, default=3, help="runs per timing (median)")
+    parser.add_argument("--runs", type=int, default=5, help="runs per timing (median)")
     parser.add_argument("--files", type=int, default=10, help="files for the streaming run")
     parser.add_argument("--shards", type=int, default=None)
     parser.add_argument("--master", default="local[2]")
