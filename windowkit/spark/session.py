@@ -57,7 +57,7 @@ def windowkit_session(
     app_name : str
         The application name.
     shuffle_partitions : int, optional
-        Defaults to twice the local cores in local mode, else Spark's default.
+        Defaults to one per local core in local mode, else Spark's default.
     extra_conf : dict, optional
         More Spark configuration.
 
