@@ -201,8 +201,9 @@ def run_operator(
         group_ids = spread_group_ids(shards)
         packed = partitioned.mapInArrow(functools.partial(_pack_rows, group_ids), PACKED_SCHEMA)
         out = packed.groupBy(SHARD).transformWithStateInPandas(
-            statefulProcessor=_RunnerProcessor(job.factory, list(job.inputs), job.folded,
-                                               _own_watermark_delay(df, late), group_ids),
+            statefulProcessor=_RunnerProcessor(job.factory, list(job.inputs), job.shipped(),
+                                               job.folded, _own_watermark_delay(df, late),
+                                               group_ids),
             outputStructType=schema,
             outputMode="Append",
             timeMode="EventTime",
@@ -422,13 +423,13 @@ class _RunnerProcessor(StatefulProcessor):
     """transformWithStateInPandas processor holding one EventTimeRunner per shard."""
 
     def __init__(
-        self, factory: Callable[[], StreamOperator], inputs: list[str], folded: str | None,
-        delay_us: int | None, group_ids: list[int],
+        self, factory: Callable[[], StreamOperator], inputs: list[str], shipped: list[str],
+        folded: str | None, delay_us: int | None, group_ids: list[int],
     ) -> None:
         self.factory = factory
         self.inputs = inputs
+        self.shipped = shipped
         self.folded = folded
-        self.shipped = [name for name in inputs if name != folded]
         self.delay_us = delay_us
         self.shard_of = {group: shard for shard, group in enumerate(group_ids)}
 
