@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from windowkit.core.frames import ThresholdFramer
+from windowkit.core.frames import ThresholdFramer, predicate_codes
 from windowkit.datasets.routers import router_readings
 
 pytestmark = pytest.mark.spark
@@ -26,7 +26,8 @@ def core_frames(readings: pd.DataFrame, finish: bool = True, **params) -> pd.Dat
     loss rate is a missing value, as ``loss_rate > 0.003`` is null in Spark."""
     rows = readings.sort_values("time", kind="stable")
     framer = ThresholdFramer(**params)
-    codes = np.where(rows["loss_rate"].isna(), -1, rows["loss_rate"] > 0.003).astype(np.int8)
+    loss = rows["loss_rate"]
+    codes = predicate_codes((loss > 0.003).where(loss.notna()))
     out = framer.update(_micros(rows["time"]), codes, key=rows["router"].to_numpy())
     if finish:
         out = pd.concat([out, framer.finish()], ignore_index=True)
