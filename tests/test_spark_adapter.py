@@ -61,3 +61,45 @@ def test_each_shard_gets_a_stateful_partition_of_its_own(spark, shards):
     assert [r.p for r in rows] == list(range(shards))
     # The shard numbers themselves would not do: 0 and 1 share a partition of two.
     assert spark_hash_int(0) % 2 == spark_hash_int(1) % 2
+
+
+
+def _one_frame_per_key(spark, path: str, keys: list[str], base: int) -> None:
+    """Per key: a satisfying row, a breaking one 100 µs later; then a row that moves the
+    watermark 10 ms past them all."""
+    rows = ([(k, base + i, True) for i, k in enumerate(keys)]
+            + [(k, base + 100 + i, False) for i, k in enumerate(keys)]
+            + [(keys[0], base + 10_000, False)])
+    spark.createDataFrame(rows, "k string, t long, v boolean").write.parquet(path)
+
+
+def _frames_job() -> OperatorJob:
+    return OperatorJob(factory=functools.partial(ThresholdFramer, "1 rows"),
+                       schema=OUTPUT_SCHEMA, inputs={"value": F.col("v").cast("tinyint")})
+
+
+def _final_shards_on_a_stream(spark, path: str, tmp_path, shards: int) -> dict[str, int]:
+    stream = run_operator(spark.readStream.schema("k string, t long, v boolean").parquet(path),
+                          _frames_job(), time="t", key="k", shards=shards, late="0 seconds")
+    query = (stream.writeStream.format("parquet").option("path", str(tmp_path / "out"))
+             .option("checkpointLocation", str(tmp_path / "ck")).start())
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    return _final_shards(spark.read.parquet(str(tmp_path / "out")))
+
+
+def _final_shards(out) -> dict[str, int]:
+    """Each key's shard, from its final frames (one shard per key, or the dict says no)."""
+    got = out.where("status = 'final'").select("key", "shard").distinct().toPandas()
+    assert not got["key"].duplicated().any()
+    return dict(zip(got["key"], got["shard"], strict=True))
+
+
+def test_rows_at_the_start_of_1970_are_settled_once_the_watermark_moves(spark, tmp_path):
+    # Their timer falls at 0 ms, where Spark's watermark starts: it fires before anything can
+    # be released and must not be lost, or a shard keeps its frames until more rows arrive.
+    keys, path = [f"k{i}" for i in range(40)], str(tmp_path / "in")
+    _one_frame_per_key(spark, path, keys, base=0)
+    assert sorted(_final_shards_on_a_stream(spark, path, tmp_path, shards=3)) == sorted(keys)

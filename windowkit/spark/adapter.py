@@ -461,7 +461,10 @@ class _RunnerProcessor(StatefulProcessor):
             self.handle.deleteTimer(timer)
         due = runner.next_timer()
         if due is not None:
-            self.handle.registerTimer(-(-due // 1000))  # µs -> ms, rounded up
+            # µs -> ms, rounded up. Spark's watermark starts at 0 ms, so a timer at or before
+            # 0 ms fires at once and, re-registered by its own handler at the same time, is
+            # deleted with the fired one: 1 ms is the first watermark that can settle it.
+            self.handle.registerTimer(max(1, -(-due // 1000)))
 
     def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> Iterator:
         runner = self._load()
