@@ -97,6 +97,21 @@ def _final_shards(out) -> dict[str, int]:
     return dict(zip(got["key"], got["shard"], strict=True))
 
 
+def test_a_key_has_the_same_shard_on_a_stream_as_in_a_batch(spark, tmp_path):
+    # A streaming checkpoint holds each key's state in its shard: the stream packs rows by
+    # Spark's hash modulo the shards, the partition the batch job's repartition gives.
+    shards, keys, path = 3, [f"k{i}" for i in range(40)], str(tmp_path / "in")
+    _one_frame_per_key(spark, path, keys, base=1_700_000_000_000_000)
+    expected = spark.createDataFrame([(k,) for k in keys], "key string").select(
+        "key", F.pmod(F.hash("key"), F.lit(shards)).alias("shard")).toPandas()
+    expected = dict(zip(expected["key"], expected["shard"], strict=True))
+    assert len(set(expected.values())) == shards
+    batch = run_operator(spark.read.parquet(path), _frames_job(), time="t", key="k",
+                         shards=shards)
+    assert _final_shards(batch) == expected
+    assert _final_shards_on_a_stream(spark, path, tmp_path, shards) == expected
+
+
 def test_rows_at_the_start_of_1970_are_settled_once_the_watermark_moves(spark, tmp_path):
     # Their timer falls at 0 ms, where Spark's watermark starts: it fires before anything can
     # be released and must not be lost, or a shard keeps its frames until more rows arrive.

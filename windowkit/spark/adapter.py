@@ -1,15 +1,16 @@
 """The one generic Spark adapter: run any core :class:`StreamOperator` on a DataFrame.
 
-Keys are hashed in the JVM into a fixed number of *shards* (``repartition(shards, key)``: a
-shard is a task's partition id, or an explicit shard column); each shard is one Spark group and
-one operator instance holding the state of many keys, so per-group Python overhead is paid per
-shard, not per key. Each shard's operator sits behind an
+Keys are hashed in the JVM into a fixed number of *shards* (Spark's hash of the key modulo
+``shards``: the partition ``repartition(shards, key)`` gives, or an explicit shard column); each
+shard is one Spark group and one operator instance holding the state of many keys, so
+per-group Python overhead is paid per shard, not per key. Each shard's operator sits behind an
 :class:`~windowkit.core.operator.EventTimeRunner`, which orders rows by event time, applies the
 watermark and counts late rows.
 
 * Batch DataFrames: ``repartition`` + ``mapInArrow`` (no JVM sort or grouping); each task
   feeds its shards' rows to their runners as one batch, then ``finish()`` (the input has ended).
-* Streaming DataFrames: ``groupBy(shard).transformWithStateInPandas`` in event-time mode; the
+* Streaming DataFrames: each task packs its rows into one Arrow IPC blob per shard where it
+  reads them, then ``groupBy(shard).transformWithStateInPandas`` in event-time mode; the
   runner's bytes live in one ValueState per shard and one event-time timer per shard fires when
   the watermark will release buffered rows or settle output (the paper's punctuation).
 
@@ -189,17 +190,16 @@ def run_operator(
     schema = job.spark_schema()
     if df.isStreaming:
         prepared = prepared.withWatermark(EVENT_TIME, late or "0 seconds").drop(EVENT_TIME)
-    # A shard's rows meet in one task; the shard is the task's partition id unless the caller
-    # gave one explicitly.
-    partitioned = prepared.repartition(shards, SHARD if explicit_shard else route)
-    if df.isStreaming:
         # transformWithStateInPandas turns its input into pandas row by row (itertuples in
         # pyspark 4.1), about 0.4 M rows/s per core: so each task's input batch of one shard
-        # travels as one row holding the rows as Arrow IPC bytes. Packing after the
-        # repartition runs it on every core even when a micro-batch is one file read by one
-        # task, and the watermark, defined above on the rows themselves, is unchanged by it.
+        # travels as one row holding the rows as Arrow IPC bytes. Packing where the rows are
+        # read spares a shuffle of every row and a stage per micro-batch; the shard is the
+        # partition `repartition(shards, route)` would give (Spark's hash, modulo shards), and
+        # the watermark, defined above on the rows themselves, is unchanged by the packing.
+        if not explicit_shard:
+            prepared = prepared.withColumn(SHARD, F.pmod(F.hash(F.col(route)), F.lit(shards)))
         group_ids = spread_group_ids(shards)
-        packed = partitioned.mapInArrow(functools.partial(_pack_rows, group_ids), PACKED_SCHEMA)
+        packed = prepared.mapInArrow(functools.partial(_pack_rows, group_ids), PACKED_SCHEMA)
         out = packed.groupBy(SHARD).transformWithStateInPandas(
             statefulProcessor=_RunnerProcessor(job.factory, list(job.inputs), job.shipped(),
                                                job.folded, _own_watermark_delay(df, late),
@@ -210,7 +210,9 @@ def run_operator(
         )
     else:
         # A bounded input needs no grouping or sort in the JVM: each task streams its shard's
-        # rows through the shard's runner, then ends the input.
+        # rows through the shard's runner, then ends the input. A shard's rows meet in one
+        # task; the shard is the task's partition id unless the caller gave one explicitly.
+        partitioned = prepared.repartition(shards, SHARD if explicit_shard else route)
         # Arrow batches, not pandas: the key column goes to the operator as dictionary codes
         # (a Categorical) instead of millions of Python strings.
         out = partitioned.mapInArrow(
@@ -300,6 +302,7 @@ def _pack_rows(group_ids: list[int],
     for batch in batches:
         shards, payloads = [], []
         for shard, part in _split_by_shard(batch):
+            part = part.select([name for name in part.schema.names if name != SHARD])
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, part.schema) as writer:
                 writer.write_batch(part)
