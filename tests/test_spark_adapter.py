@@ -63,7 +63,6 @@ def test_each_shard_gets_a_stateful_partition_of_its_own(spark, shards):
     assert spark_hash_int(0) % 2 == spark_hash_int(1) % 2
 
 
-
 def _one_frame_per_key(spark, path: str, keys: list[str], base: int) -> None:
     """Per key: a satisfying row, a breaking one 100 µs later; then a row that moves the
     watermark 10 ms past them all."""
