@@ -21,9 +21,9 @@ sooner).
 
 Rows that cannot be processed are never dropped: a row whose event time or key is null (or the
 time unparsable, or beyond 2**61 µs from 1970 when the job folds a code into it), or that the
-job marks invalid, comes out with ``rejected = "malformed"``, and
-a row behind the watermark with ``rejected = "late"``; ``detail`` holds the row as JSON. Normal
-output rows have ``rejected`` null.
+job marks invalid, comes out with ``rejected = "malformed"``, and a row behind the watermark
+with ``rejected = "late"``; ``detail`` holds the row as JSON. Normal output rows have
+``rejected`` null.
 """
 
 from __future__ import annotations
@@ -302,7 +302,6 @@ def _pack_rows(group_ids: list[int],
     for batch in batches:
         shards, payloads = [], []
         for shard, part in _split_by_shard(batch):
-            part = part.select([name for name in part.schema.names if name != SHARD])
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, part.schema) as writer:
                 writer.write_batch(part)
@@ -334,14 +333,15 @@ def _take_malformed(rows: pa.RecordBatch | pa.Table,
 
 
 def _split_by_shard(batch: pa.RecordBatch) -> Iterator[tuple[int, pa.RecordBatch]]:
+    """``(shard, its rows without the shard column)`` for each shard present in ``batch``."""
     if SHARD not in batch.schema.names:  # one shard per task: the partition
         yield TaskContext.get().partitionId(), batch
         return
     shard_ids = batch.column(SHARD).to_numpy()
+    rows = batch.drop_columns([SHARD])
     present = np.unique(shard_ids).tolist()
     for shard in present:
-        yield shard, (batch if len(present) == 1
-                      else batch.filter(pa.array(shard_ids == shard)))
+        yield shard, (rows if len(present) == 1 else rows.filter(pa.array(shard_ids == shard)))
 
 
 def _arrow_to_frame(table: pa.Table, folded: str | None = None) -> pd.DataFrame:
