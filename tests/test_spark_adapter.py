@@ -43,6 +43,10 @@ def test_route_must_name_the_key_or_an_input(spark):
                       schema=OUTPUT_SCHEMA, inputs={"value": F.col("v").cast("tinyint")})
     with pytest.raises(ValueError, match="`route` must be 'key' or one of the job's inputs"):
         run_operator(df, job, time="t", key="k", route="nope")
+    folded = OperatorJob(factory=job.factory, schema=job.schema, inputs=job.inputs,
+                         folded="value")
+    with pytest.raises(ValueError, match="`route` must not be the job's folded input 'value'"):
+        run_operator(df, folded, time="t", key="k", route="value")
 
 
 def test_spark_hash_int_is_the_hash_spark_partitions_by(spark):

@@ -142,9 +142,9 @@ def run_operator(
     shard : Column, optional
         An explicit shard per row, an integer in ``[0, shards)`` (e.g. a DistCM site).
     route : str, optional
-        Without ``shard``: the column (``"key"`` or one of ``job.inputs``) whose equal values
-        must meet in one shard; default ``"key"``. Rows are spread by its hash; a null value
-        makes the row malformed.
+        Without ``shard``: the column (``"key"`` or one of ``job.inputs`` other than
+        ``job.folded``) whose equal values must meet in one shard; default ``"key"``. Rows
+        are spread by its hash; a null value makes the row malformed.
 
     Returns
     -------
@@ -165,6 +165,11 @@ def run_operator(
     route = route or KEY
     if route != KEY and route not in job.inputs:
         msg = f"`route` must be 'key' or one of the job's inputs {list(job.inputs)}; got {route!r}"
+        raise ValueError(msg)
+    if route == job.folded:
+        # a folded input has no column of its own to hash, and its four codes would fill at
+        # most four shards anyway
+        msg = f"`route` must not be the job's folded input {route!r}; route by 'key' instead"
         raise ValueError(msg)
     # a row with no key (or no routing value) belongs to no key's state and to no shard
     malformed = micros.isNull() | key_col.isNull()
