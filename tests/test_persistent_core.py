@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from windowkit.core.hashing import hash64
@@ -76,14 +76,21 @@ def late_row_numpy(slots, now, lateness):
     return (int(bad[0]), int(ref[bad[0]])) if bad.size else (-1, max(now, int(slots.max())))
 
 
+SLOT_LISTS = st.lists(st.integers(-5, 40), min_size=1, max_size=60)
+
+
 @SETTINGS
-@given(st.lists(st.integers(-5, 40), min_size=1, max_size=60), st.integers(0, 3),
+@given(st.one_of(SLOT_LISTS, SLOT_LISTS.map(sorted)), st.integers(0, 3),
        st.one_of(st.none(), st.integers(-5, 40)))
+@example(slots=[3, 1, 2], lateness=2, now=None)  # out of order, none late: bounds by scan
 def test_late_row_kernel_is_the_running_maximum_check(slots, lateness, now):
+    # sorted batches take the kernel's vectorized path, the others its running maximum
     arr = np.array(slots, dtype=np.int64)
     start = int(arr[0]) if now is None else now
-    got = K.late_row(arr, np.int64(start), np.int64(lateness))
-    assert (int(got[0]), int(got[1])) == late_row_numpy(arr, start, lateness)
+    row, ref, lo, hi = K.late_row(arr, np.int64(start), np.int64(lateness))
+    assert (int(row), int(ref)) == late_row_numpy(arr, start, lateness)
+    if row == -1:
+        assert (int(lo), int(hi)) == (int(arr.min()), int(arr.max()))
 
 
 @pytest.mark.parametrize("all_pass", [False, True])

@@ -76,8 +76,8 @@ class SlotStream:
     def _make_cores(self, kind: str) -> list:
         raise NotImplementedError
 
-    def _check_slots(self, slots: np.ndarray) -> None:
-        """Extra checks on accepted slots (the fixed window's range)."""
+    def _check_slots(self, slots: np.ndarray, lo: int, hi: int) -> None:
+        """Extra checks on accepted slots, whose least and greatest are ``lo`` and ``hi``."""
 
     def _after_now(self) -> None:
         """Called after ``now`` moved and ready rows were applied (expiry)."""
@@ -127,8 +127,8 @@ class SlotStream:
         slots_arr = normalize_slots(slots, items_arr.size)
         if not items_arr.size:
             return
-        now = self._check_order(slots_arr)
-        self._check_slots(slots_arr)
+        now, lo, hi = self._check_order(slots_arr)
+        self._check_slots(slots_arr, lo, hi)
         self._set_kind(kind)
         lateness = self.config.allowed_lateness
         if lateness == 0 and not self._pend_slots.size:
@@ -141,21 +141,22 @@ class SlotStream:
             return
         self._after_now()
 
-    def _check_order(self, slots: np.ndarray) -> int:
+    def _check_order(self, slots: np.ndarray) -> tuple[int, int, int]:
         """Raise unless no slot is over ``allowed_lateness`` behind an earlier one or ``now``.
 
-        Returns the latest of ``now`` and ``slots`` (the current slot after the batch).
+        Returns the latest of ``now`` and ``slots`` (the current slot after the batch), and
+        the least and greatest of ``slots``.
         """
         lateness = self.config.allowed_lateness
         now = int(slots[0]) if self._now is None else self._now
-        i, ref = K.late_row(slots, np.int64(now), np.int64(lateness))
+        i, ref, lo, hi = K.late_row(slots, np.int64(now), np.int64(lateness))
         if i >= 0:
             msg = (
                 f"`slots` went backwards beyond the allowed lateness ({lateness} slots): "
                 f"slot {int(slots[i])} arrived after slot {int(ref)}"
             )
             raise ValueError(msg)
-        return int(ref)
+        return int(ref), int(lo), int(hi)
 
     def _set_now(self, now: int) -> None:
         """Move ``now`` forward and apply every buffered row at or before the frontier."""
@@ -395,8 +396,12 @@ class SketchParameters:
     instances = property(lambda self: self.config.instances, doc="Independent instances.")
 
 
-def check_fixed_window(slots: np.ndarray, start: int, n: int) -> None:
+def check_fixed_window(
+    slots: np.ndarray, start: int, n: int, bounds: tuple[int, int] | None = None
+) -> None:
     """Raise ``ValueError`` unless every slot lies in the fixed window ``[start, start + n)``.
+
+    ``bounds``, when known, are the least and greatest slot (spares two passes over ``slots``).
 
     Examples
     --------
@@ -407,7 +412,8 @@ def check_fixed_window(slots: np.ndarray, start: int, n: int) -> None:
     ValueError: `slots` must lie in the fixed window [start, start + n) = [0, 4); got 4
     """
     lo, hi = start, start + n
-    if slots.min() < lo or slots.max() >= hi:
+    least, greatest = (slots.min(), slots.max()) if bounds is None else bounds
+    if least < lo or greatest >= hi:
         bad = int(slots[(slots < lo) | (slots >= hi)][0])
         msg = f"`slots` must lie in the fixed window [start, start + n) = [{lo}, {hi}); got {bad}"
         raise ValueError(msg)

@@ -104,19 +104,34 @@ def _prefetch_word(words, hashes, i):  # pragma: no cover - compiled
 
 @nb.njit(cache=True)
 def late_row(slots, now, lateness):  # pragma: no cover - compiled
-    """First row whose slot is over ``lateness`` behind every earlier slot and ``now``.
+    """First row whose slot is over ``lateness`` behind the latest earlier slot and ``now``.
 
-    Returns ``(row, ref)``: the row (``-1`` if none) and the latest slot before it, or the
-    latest of ``now`` and all the slots when no row is late (the new current slot). One pass
-    instead of numpy's running maximum, shift and compare, which cost more than a kernel.
+    Returns ``(row, ref, lo, hi)``: the row (``-1`` if none) and the latest slot before it, or
+    the latest of ``now`` and all the slots when no row is late (the new current slot); ``lo``
+    and ``hi`` are the least and greatest slot when no row is late. Batches usually come in slot
+    order, which one branch-free (vectorized) pass recognizes; in that case no row can be late
+    but the first, and the bounds are the ends. Otherwise one pass keeps the running maximum:
+    both cost less than numpy's running maximum, shift, compare, min and max.
     """
+    n = slots.size
+    if n == 0:
+        return np.int64(-1), now, now, now
+    descents = 0
+    for i in range(1, n):
+        descents += slots[i] < slots[i - 1]
+    if descents == 0 and slots[0] >= now - lateness:
+        return np.int64(-1), max(now, slots[n - 1]), slots[0], slots[n - 1]
     ref = now
-    for i in range(slots.size):
+    lo = slots[0]
+    hi = slots[0]
+    for i in range(n):
         t = slots[i]
         if t < ref - lateness:
-            return i, ref
+            return np.int64(i), ref, lo, hi
         ref = max(ref, t)
-    return np.int64(-1), ref
+        lo = min(lo, t)
+        hi = max(hi, t)
+    return np.int64(-1), ref, lo, hi
 
 
 @nb.njit(cache=True)

@@ -69,9 +69,9 @@ class ExactPersistence(SlotStream):
             return [FixedCore(0, True, 0, kind)]
         return [SlidingCore(self.config.n, 0, True, 0, kind)]
 
-    def _check_slots(self, slots: Any) -> None:
+    def _check_slots(self, slots: Any, lo: int, hi: int) -> None:
         if self.config.window == "fixed":
-            check_fixed_window(slots, self.config.start, self.config.n)
+            check_fixed_window(slots, self.config.start, self.config.n, (lo, hi))
 
     def _after_now(self) -> None:
         if self.config.window == "sliding" and self._now is not None:

@@ -81,8 +81,8 @@ class PersistentItemsSketch(SketchParameters, SlotStream):
         thr, all_pass = self.config.sample_threshold
         return [FixedCore(thr, all_pass, salt, kind) for salt in self.config.salts()]
 
-    def _check_slots(self, slots: np.ndarray) -> None:
-        check_fixed_window(slots, self.config.start, self.config.n)
+    def _check_slots(self, slots: np.ndarray, lo: int, hi: int) -> None:
+        check_fixed_window(slots, self.config.start, self.config.n, (lo, hi))
 
     def update(self, items: Any, slots: Any) -> None:
         """Add rows ``(items[i], slots[i])`` (Algorithm 2, vectorized over the batch).
