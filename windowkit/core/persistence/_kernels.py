@@ -14,11 +14,12 @@ when the live entries reach a quarter of its elements), so they take the same by
   tracked (the naive algorithm, or a sketch with ``tau >= 1``);
 * *word tables* hold one word per slot, the key's high 32 bits over ``id + 1`` (at most a
   quarter full), and check the full key in ``ekey``; a sampling fixed-window instance uses
-  them. Such an instance tracks only its persistent, hot items: in a pair table about one hot
-  lookup in six lands behind a colliding key (a mispredicted branch each), in a word table
-  one in fourteen, which is worth the extra ``ekey`` load. The naive algorithm gains nothing
-  from it (its hot items arrive first and take their home slots, so about one lookup in
-  twenty-five collides) and loses the inline key, so it keeps pairs.
+  them. A persistent item is sampled within about ``1 / tau`` of its slots, so past its first
+  few hundred slots such an instance tracks mostly persistent, hot items: in a pair table
+  about one hot lookup in six lands behind a colliding key (a mispredicted branch each), in a
+  word table one in fourteen, which is worth the extra ``ekey`` load. The naive algorithm
+  gains nothing from it (its hot items arrive first and take their home slots, so about one
+  lookup in twenty-five collides) and loses the inline key, so it keeps pairs.
 
 The sampling hash is ``h(d, t) = mix64(hash(d) ^ mix64(t ^ salt))`` with ``mix64`` the
 SplitMix64 finalizer (the same one :func:`windowkit.core.hashing.hash64` uses), so it is
