@@ -121,8 +121,9 @@ def persistent_items(
     DataFrame
         ``window_end_slot`` (long), ``window_start``, ``window_end`` (the window's half-open
         bounds: timestamps, or microseconds when ``time`` is an integer column), the item
-        column, ``estimate`` (double: sampled persistence ``+ epsilon * window_slots / 2``),
-        ``status`` (``persistent``; ``malformed`` for a null item or time; ``late`` for a
+        column, ``estimate`` (double: sampled persistence ``+ epsilon * window_slots / 2``,
+        the expected slots missed before the item was sampled, so an item seen in nearly every
+        slot can get more than ``window_slots``), ``status`` (``persistent``; ``malformed`` for a null item or time; ``late`` for a
         streaming row behind the watermark) and ``detail`` (the rejected row as JSON). Use
         :func:`split_persistent` to separate the two kinds.
 
