@@ -123,9 +123,10 @@ def persistent_items(
         bounds: timestamps, or microseconds when ``time`` is an integer column), the item
         column, ``estimate`` (double: sampled persistence ``+ epsilon * window_slots / 2``,
         the expected slots missed before the item was sampled, so an item seen in nearly every
-        slot can get more than ``window_slots``), ``status`` (``persistent``; ``malformed`` for a null item or time; ``late`` for a
-        streaming row behind the watermark) and ``detail`` (the rejected row as JSON). Use
-        :func:`split_persistent` to separate the two kinds.
+        slot can get more than ``window_slots``), ``status`` (``persistent``; ``malformed``
+        for a null item or time; ``late`` for a streaming row behind the watermark) and
+        ``detail`` (the rejected row as JSON). Use :func:`split_persistent` to separate the
+        two kinds.
 
     Raises
     ------
