@@ -70,7 +70,7 @@ def test_int_hash_kernel_matches_core_hash64():
 
 
 def late_row_numpy(slots, now, lateness):
-    """The order check as numpy's running maximum (the definition ``late_row`` fuses)."""
+    """The order check as numpy's running maximum (the definition ``scan_slots`` fuses)."""
     ref = np.maximum(now, np.concatenate([[now], np.maximum.accumulate(slots)[:-1]]))
     bad = np.flatnonzero(slots < ref - lateness)
     return (int(bad[0]), int(ref[bad[0]])) if bad.size else (-1, max(now, int(slots.max())))
@@ -83,11 +83,11 @@ SLOT_LISTS = st.lists(st.integers(-5, 40), min_size=1, max_size=60)
 @given(st.one_of(SLOT_LISTS, SLOT_LISTS.map(sorted)), st.integers(0, 3),
        st.one_of(st.none(), st.integers(-5, 40)))
 @example(slots=[3, 1, 2], lateness=2, now=None)  # out of order, none late: bounds by scan
-def test_late_row_kernel_is_the_running_maximum_check(slots, lateness, now):
+def test_scan_slots_kernel_is_the_running_maximum_check(slots, lateness, now):
     # sorted batches take the kernel's vectorized path, the others its running maximum
     arr = np.array(slots, dtype=np.int64)
     start = int(arr[0]) if now is None else now
-    row, ref, lo, hi = K.late_row(arr, np.int64(start), np.int64(lateness))
+    row, ref, lo, hi = K.scan_slots(arr, np.int64(start), np.int64(lateness))
     assert (int(row), int(ref)) == late_row_numpy(arr, start, lateness)
     if row == -1:
         assert (int(lo), int(hi)) == (int(arr.min()), int(arr.max()))

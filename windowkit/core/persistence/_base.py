@@ -149,7 +149,7 @@ class SlotStream:
         """
         lateness = self.config.allowed_lateness
         now = int(slots[0]) if self._now is None else self._now
-        i, ref, lo, hi = K.late_row(slots, np.int64(now), np.int64(lateness))
+        i, ref, lo, hi = K.scan_slots(slots, np.int64(now), np.int64(lateness))
         if i >= 0:
             msg = (
                 f"`slots` went backwards beyond the allowed lateness ({lateness} slots): "

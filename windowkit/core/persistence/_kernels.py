@@ -104,7 +104,7 @@ def _prefetch_word(words, hashes, i):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True)
-def late_row(slots, now, lateness):  # pragma: no cover - compiled
+def scan_slots(slots, now, lateness):  # pragma: no cover - compiled
     """First row whose slot is over ``lateness`` behind the latest earlier slot and ``now``.
 
     Returns ``(row, ref, lo, hi)``: the row (``-1`` if none) and the latest slot before it, or
