@@ -24,7 +24,9 @@ def test_batch_sketch_and_exact(spark, tmp_path, capsys):
     write_csv(tmp_path / "in.csv")
     out = tmp_path / "sketch"
     argv = ["persistent", "--input", str(tmp_path / "in.csv"), "--format", "csv", *ARGS]
-    assert main([*argv, "--output", str(out)]) == 0
+    png = tmp_path / "top.png"
+    assert main([*argv, "--output", str(out), "--plot", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     rows = spark.read.parquet(str(out)).orderBy("window_end_slot", "ip").collect()
     first = 1_704_067_200 // 10  # 2024-01-01 00:00:00 in 10-second slots
     assert [(r.window_end_slot - first, r.ip, r.estimate, r.status) for r in rows] == [
@@ -73,3 +75,17 @@ def test_exact_refuses_streams(capsys):
             "--exact", "--stream", "--checkpoint", "c"]
     assert main(argv) == 2
     assert "`--exact`" in capsys.readouterr().out
+
+
+def test_plot_refuses_streams(capsys):
+    argv = ["persistent", "--input", "x", "--output", "y", "--item", "i", "--time", "t",
+            "--plot", "p.png", "--stream", "--checkpoint", "c"]
+    assert main(argv) == 2
+    assert "`--plot`" in capsys.readouterr().out
+
+
+def test_plot_needs_at_least_one_item(capsys):
+    argv = ["persistent", "--input", "x", "--output", "y", "--item", "i", "--time", "t",
+            "--plot", "p.png", "--plot-items", "0"]
+    assert main(argv) == 2
+    assert "`plot_items`" in capsys.readouterr().out

@@ -46,6 +46,11 @@ def register(subparsers) -> None:
                         help="exact persistence in Spark SQL instead of the sketch (batch)")
     parser.add_argument("--shards", type=int, default=None, help="Spark groups of items")
     parser.add_argument("--seed", type=int, default=0, help="hash seed of the sketch")
+    parser.add_argument("--plot", default=None, metavar="PNG",
+                        help="also write a heatmap of the most persistent items over the "
+                             "windows (batch)")
+    parser.add_argument("--plot-items", type=int, default=30,
+                        help="items in the --plot heatmap (those reported in most windows)")
     parser.set_defaults(func=run)
 
 
@@ -73,6 +78,11 @@ def run(args: argparse.Namespace) -> int:
                           delta=args.delta, seed=args.seed)
     if args.shards is not None:
         check_int("shards", args.shards, 1)
+    if getattr(args, "plot", None):
+        check_int("plot_items", args.plot_items, 1)
+        if args.stream:
+            msg = "`--plot` works on batch input only; drop `--stream`"
+            raise ValueError(msg)
 
     from windowkit.spark.persistent import exact_persistent_items, persistent_items
     from windowkit.spark.session import windowkit_session
@@ -106,4 +116,30 @@ def run(args: argparse.Namespace) -> int:
     else:
         summary = f"{written.count():,} persistent"
     progress.step(f"wrote {args.output}: {summary or 'no rows'}")
+    if args.plot:
+        value = "persistence" if args.exact else "estimate"
+        _plot_top_items(written, args.plot, item=args.item, value=value,
+                        window_slots=args.window_slots, top=args.plot_items)
+        progress.step(f"plotted {args.plot}")
     return 0
+
+
+def _plot_top_items(written, path: str, *, item: str, value: str, window_slots: int,
+                    top: int) -> str:
+    """Plot the ``top`` items reported in most windows of ``written`` (a Spark DataFrame).
+
+    Only those items' rows leave Spark, so the plot costs little whatever the output's size.
+    """
+    from pyspark.sql import functions as F
+
+    from windowkit.plots import plot_persistence
+
+    reported = written.where(F.col("window_end_slot").isNotNull())
+    if "status" in written.columns:
+        reported = reported.where(F.col("status") == "persistent")
+    chosen = (reported.groupBy(item).agg(F.count("*").alias("_n"), F.sum(value).alias("_v"))
+              .orderBy(F.desc("_n"), F.desc("_v"), F.col(item)).limit(top).select(item))
+    rows = (reported.join(chosen, item)
+            .select("window_end_slot", "window_end", item, value).toPandas())
+    return plot_persistence(rows, path, item=item, value=value, window_slots=window_slots,
+                            top=top)
