@@ -65,10 +65,7 @@ def plot_frames(
     ax.set_ylabel(value)
     ax.set_title(title or f"{len(final)} frames")
     ax.legend(loc="upper right", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def persistence_matrix(
@@ -145,13 +142,13 @@ def plot_persistence(
         Where to write the PNG.
     item, value, window_slots, top
         As for :func:`persistence_matrix`.
-    title : str
-        Figure title.
+    title : str, optional
+        Figure title (default: how many items the heatmap shows).
 
     Returns
     -------
     str
-        ``path``.
+        ``path``, the PNG written.
 
     Examples
     --------
@@ -183,10 +180,7 @@ def plot_persistence(
     label = f"{value} / window slots" if window_slots else value
     fig.colorbar(image, ax=ax, label=label, fraction=0.03, pad=0.01)
     ax.set_title(title or f"{len(grid)} most persistent items")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def _end_labels(reports: pd.DataFrame, slots: list[int]) -> tuple[list[str], str]:
@@ -203,3 +197,13 @@ def _end_labels(reports: pd.DataFrame, slots: list[int]) -> tuple[list[str], str
     if len({end.date() for end in ends}) == 1:
         return [end.strftime("%H:%M:%S") for end in ends], f"window end ({ends[0].date()})"
     return [end.strftime("%Y-%m-%d %H:%M") for end in ends], "window end"
+
+
+def _save(fig, path: str) -> str:
+    """Write ``fig`` to ``path`` as a PNG and free it (pyplot keeps every open figure)."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
