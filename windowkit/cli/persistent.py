@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
                           delta=args.delta, seed=args.seed)
     if args.shards is not None:
         check_int("shards", args.shards, 1)
-    if getattr(args, "plot", None):
+    if args.plot:
         check_int("plot_items", args.plot_items, 1)
         if args.stream:
             msg = "`--plot` works on batch input only; drop `--stream`"
