@@ -22,7 +22,10 @@ _UNITS_US = {
     "minute": 60_000_000, "minutes": 60_000_000,
     "h": 3_600_000_000, "hour": 3_600_000_000, "hours": 3_600_000_000,
     "d": 86_400_000_000, "day": 86_400_000_000, "days": 86_400_000_000,
+    "w": 604_800_000_000, "week": 604_800_000_000, "weeks": 604_800_000_000,
 }
+#: The time units a duration string may use, for error messages.
+ACCEPTED_UNITS = "us, ms, s, seconds, min, minutes, h, hours, d, days, w, weeks"
 _ROW_UNITS = {"row", "rows", "tuple", "tuples", "report", "reports"}
 _PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*$")
 
@@ -65,6 +68,8 @@ class Duration:
         --------
         >>> Duration.parse("1.5 minutes", "x").amount
         90000000
+        >>> Duration.parse("1 week", "x").amount == 7 * 86_400_000_000
+        True
         >>> Duration.parse("-3 rows", "min_duration")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
@@ -88,7 +93,9 @@ class Duration:
             result = None
         examples = "'3 rows' or '90 seconds'" if allow_rows else "'90 seconds'"
         if result is None or result.amount <= 0 or (result.kind == "rows" and not allow_rows):
-            msg = f"`{name}` must be a positive duration like {examples}; got {value!r}"
+            units = f"rows or {ACCEPTED_UNITS}" if allow_rows else ACCEPTED_UNITS
+            msg = (f"`{name}` must be a positive duration like {examples} (units: {units}); "
+                   f"got {value!r}")
             raise ValueError(msg)
         return result
 

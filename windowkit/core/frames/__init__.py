@@ -1,0 +1,18 @@
+"""Frames: data-driven windows (Grossniklaus et al.), one module per framing.
+
+``threshold`` holds threshold frames (maximal periods where a predicate holds). Names are
+re-exported here so that ``windowkit.core.frames.ThresholdFramer`` stays the public path (and
+the path older state bytes name).
+"""
+
+from windowkit.core.frames.threshold import (
+    OUTPUT_SCHEMA,
+    VALUE,
+    MissingPolicy,
+    ThresholdFrameSpec,
+    ThresholdFramer,
+    predicate_codes,
+)
+
+__all__ = ["OUTPUT_SCHEMA", "VALUE", "MissingPolicy", "ThresholdFrameSpec", "ThresholdFramer",
+           "predicate_codes"]
