@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkit.core.countmin_operator import WindowedCountMinOperator, merge_snapshots
 from windowkit.core.sketches import (
     CountMin,
     PerfectWindowCM,
@@ -20,6 +19,7 @@ from windowkit.core.sketches import (
     SimpleWindowCM,
     SplitterWindowCM,
 )
+from windowkit.core.sketches.operator import WindowedCountMinOperator, merge_snapshots
 
 SKETCHES = (PerfectWindowCM, SimpleWindowCM, ProportionalWindowCM, SplitterWindowCM)
 
@@ -117,7 +117,7 @@ def test_operator_errors():
 
 
 def test_core_modules_do_not_import_pyspark():
-    code = ("import sys, windowkit.core.sketches, windowkit.core.countmin_operator, "
+    code = ("import sys, windowkit.core.sketches, windowkit.core.sketches.operator, "
             "windowkit.reference.splitter, windowkit.reference.count_min, "
             "windowkit.datasets.countmin_streams; assert 'pyspark' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from windowkit.core.operator import EventTimeRunner
-from windowkit.core.persistent_operator import PersistentItemsOperator
+from windowkit.core.persistence.operator import PersistentItemsOperator
 from windowkit.reference import persistence as ref
 
 SETTINGS = settings(max_examples=40, deadline=None)

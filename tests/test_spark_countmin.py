@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from windowkit.core.countmin_operator import merge_snapshots
 from windowkit.core.sketches import CountMin
+from windowkit.core.sketches.operator import merge_snapshots
 
 pytestmark = pytest.mark.spark
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from windowkit.core.persistent_operator import PersistentItemsOperator
+from windowkit.core.persistence.operator import PersistentItemsOperator
 from windowkit.reference import persistence as ref
 from windowkit.spark.persistent import (
     exact_persistent_items,

@@ -34,7 +34,6 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from windowkit.core.countmin_operator import ITEM, WindowedCountMinOperator
 from windowkit.core.durations import to_micros
 from windowkit.core.sketches import (
     CountMin,
@@ -45,6 +44,7 @@ from windowkit.core.sketches import (
 )
 from windowkit.core.sketches._window import WindowedCountMin
 from windowkit.core.sketches.count_min import estimate_counts
+from windowkit.core.sketches.operator import ITEM, WindowedCountMinOperator
 from windowkit.core.validation import check_choice, check_in_range, check_int
 from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, run_operator
 

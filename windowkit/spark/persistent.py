@@ -5,7 +5,7 @@ slots of the window in which it appears; it is alpha-persistent when that number
 ``alpha * window_slots`` (Lahiri, Tirthapura, Chandrashekar). Slots are aligned on the Unix
 epoch: slot ``s`` is ``[s * slot, (s + 1) * slot)``, like Spark's ``window()``.
 
-* :func:`persistent_items` runs the sketch (:class:`~windowkit.core.persistent_operator.
+* :func:`persistent_items` runs the sketch (:class:`~windowkit.core.persistence.operator.
   PersistentItemsOperator`) through the generic adapter. Rows are partitioned by a hash of the
   item computed in the JVM, so every shard sees all the rows of its items and runs one operator;
   the shards' reports are disjoint, so their union is the answer (no merge step).
@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from windowkit.core.durations import to_micros
-from windowkit.core.persistent_operator import ITEM, PersistentItemsOperator
+from windowkit.core.persistence.operator import ITEM, PersistentItemsOperator
 from windowkit.core.validation import check_in_range, check_int
 from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, _to_micros, run_operator
 

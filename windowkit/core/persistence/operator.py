@@ -1,0 +1,293 @@
+"""Persistent items as a :class:`~windowkit.core.operator.StreamOperator` (for the Spark adapter).
+
+Rows carry ``time`` (int64 microseconds, sorted) and ``item``. Time is cut into slots of
+``slot_length`` microseconds aligned at ``origin``: slot ``s`` is
+``[origin + s * slot_length, origin + (s + 1) * slot_length)``. A slot *closes* when a row of a
+later slot arrives, when :meth:`~PersistentItemsOperator.advance` receives a watermark at or
+past the slot's last microsecond, or at :meth:`~PersistentItemsOperator.finish`.
+
+* ``mode="sliding"``: when slot ``c`` closes, one row per item reported for the window of the
+  ``window`` most recent slots ``[c - window + 1, c]`` (empty slots close too; once the sketch
+  holds no tuple nothing more is emitted until new rows arrive).
+* ``mode="fixed"``: tumbling windows of ``window`` slots, ``[k * window, (k + 1) * window)``;
+  when a window's last slot closes (or at ``finish``) one row per reported item, with
+  ``window_end_slot`` the window's last slot; a fresh sketch starts for the next window.
+
+Output rows are ``(window_end_slot int64, item, estimate float64)``, sorted by window end and
+item. ``item`` is ``string`` (object) or ``int64`` as chosen by ``item_type``: strings suit IP
+addresses and other identifiers; int64 suits hashed or numeric ids (e.g. ``xxhash64`` computed
+in the JVM). What is emitted depends only on the rows and watermarks, not on how the rows are
+split into batches.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from windowkit.core.durations import Duration
+from windowkit.core.operator import TIME, StreamOperator
+from windowkit.core.persistence import (
+    PersistenceConfig,
+    PersistentItemsSketch,
+    SlidingPersistentItemsSketch,
+)
+from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
+from windowkit.core.validation import check_choice, check_int
+
+ITEM = "item"
+"""Name of the item column."""
+
+ItemType = Literal["string", "int64"]
+Mode = Literal["sliding", "fixed"]
+
+
+class PersistentItemsOperator(StreamOperator):
+    """Report alpha-persistent items per slot (sliding) or per tumbling window (fixed).
+
+    Parameters
+    ----------
+    alpha, epsilon : float
+        Persistence threshold and uncertainty (see :class:`PersistenceConfig`).
+    window : int
+        Window length in slots.
+    slot_length : int, str or datetime.timedelta
+        Slot duration: microseconds, ``"15 minutes"`` or a ``timedelta``.
+    origin : int
+        Microsecond at which slot 0 starts.
+    mode : {"sliding", "fixed"}
+        Sliding window ending at every slot, or tumbling windows of ``window`` slots.
+    item_type : {"string", "int64"}
+        Type of the ``item`` column in and out.
+    delta : float, optional
+        False-negative probability (amplification by independent instances).
+    seed : int
+        Hash seed.
+
+    Examples
+    --------
+    >>> op = PersistentItemsOperator(alpha=0.5, epsilon=0.2, window=10, slot_length=10,
+    ...                              item_type="int64")
+    >>> batch = pd.DataFrame({"time": [0, 10, 15, 20, 30, 41], "item": [1, 1, 2, 1, 1, 2]})
+    >>> op.process(batch)       # slot 4 opens: slots 0-3 close; item 1 needs 3 slots
+       window_end_slot  item  estimate
+    0                2     1       4.0
+    1                3     1       5.0
+    >>> op.next_deadline()      # slot 4 is [40, 50)
+    49
+    >>> op.finish()
+       window_end_slot  item  estimate
+    0                4     1       5.0
+    """
+
+    FORMAT_TAG = "PERSOPR"
+    FORMAT_VERSION = 1
+    ORDERS_ROWS_ITSELF = True
+
+    def __init__(
+        self,
+        alpha: float,
+        epsilon: float,
+        window: int,
+        slot_length: int | str | dt.timedelta,
+        *,
+        origin: int = 0,
+        mode: Mode = "sliding",
+        item_type: ItemType = "string",
+        delta: float | None = None,
+        seed: int = 0,
+    ) -> None:
+        if isinstance(slot_length, int) and not isinstance(slot_length, bool):
+            slot_us = check_int("slot_length", slot_length, 1)
+        else:
+            slot_us = Duration.parse(slot_length, "slot_length", allow_rows=False).amount
+            check_int("slot_length", slot_us, 1)
+        self.slot_length = slot_us
+        self.origin = check_int("origin", origin, -(2**62), 2**62)
+        self.mode = check_choice("mode", mode, ("sliding", "fixed"))
+        self.item_type = check_choice("item_type", item_type, ("string", "int64"))
+        self.config = PersistenceConfig(alpha=alpha, epsilon=epsilon, n=window, delta=delta,
+                                        seed=seed)
+        self._open: int | None = None  # the open slot; every slot before it is closed
+        self._sketch: PersistentItemsSketch | SlidingPersistentItemsSketch | None = None
+
+    @property
+    def output_schema(self) -> list[tuple[str, str]]:
+        """``window_end_slot`` int64, ``item`` (``item_type``), ``estimate`` float64."""
+        return [("window_end_slot", "int64"), (ITEM, self.item_type), ("estimate", "float64")]
+
+    # -- slots ---------------------------------------------------------------------------------
+    def _slot_of(self, times: np.ndarray) -> np.ndarray:
+        return (times - self.origin) // self.slot_length
+
+    def _new_sketch(self, slot: int) -> PersistentItemsSketch | SlidingPersistentItemsSketch:
+        cfg = self.config
+        if self.mode == "sliding":
+            return SlidingPersistentItemsSketch.from_config(cfg)
+        start = (slot // cfg.n) * cfg.n
+        return PersistentItemsSketch.from_config(
+            PersistenceConfig(cfg.alpha, cfg.epsilon, cfg.n, cfg.delta, cfg.seed, 0, start)
+        )
+
+    def _report(self, end_slot: int) -> pd.DataFrame | None:
+        found = self._sketch.persistent_items() if self._sketch is not None else None
+        if found is None or not len(found):
+            return None
+        return pd.DataFrame({
+            "window_end_slot": np.full(len(found), end_slot, dtype=np.int64),
+            ITEM: found["item"].to_numpy(),
+            "estimate": found["estimate"].to_numpy(dtype=np.float64),
+        })
+
+    def _close_before(self, slot: int, out: list[pd.DataFrame]) -> None:
+        """Close every open slot before ``slot`` and make ``slot`` the open one."""
+        if self._open is None or slot <= self._open:
+            return
+        n = self.config.n
+        if self.mode == "sliding":
+            sketch = self._sketch
+            c = self._open
+            while c < slot and sketch is not None and sketch.num_tuples > 0:
+                sketch.advance(c)
+                rows = self._report(c)
+                if rows is not None:
+                    out.append(rows)
+                c += 1
+            if sketch is not None and sketch.current_slot is not None:
+                sketch.advance(max(sketch.current_slot, slot - 1))
+        else:
+            window_end = (self._open // n + 1) * n - 1
+            if slot > window_end:
+                rows = self._report(window_end)
+                if rows is not None:
+                    out.append(rows)
+                self._sketch = None
+        self._open = slot
+
+    # -- StreamOperator ------------------------------------------------------------------------
+    def process(self, batch: pd.DataFrame) -> pd.DataFrame:
+        """Consume rows in any order; return the rows of the slots this closes.
+
+        Rows are taken slot by slot (stably). Their order within a slot does not matter: a
+        slot only tells which items occurred in it, and the sampling hash depends on the
+        (item, slot) pair alone.
+        """
+        if not len(batch):
+            return self.empty_output()
+        times = batch[TIME].to_numpy(dtype=np.int64)
+        items = batch[ITEM]
+        if self.item_type == "string" and items.dtype != object:
+            items = items.astype(str)
+        items = items.to_numpy()
+        slots = self._slot_of(times)
+        if len(slots) > 1 and (slots[1:] < slots[:-1]).any():
+            order = _stable_order(slots)
+            slots, items = slots[order], items[order]
+        if self._open is not None and slots[0] < self._open:
+            msg = (
+                f"row at time {int(times[0])} belongs to slot {int(slots[0])}, "
+                f"which is already closed (open slot: {self._open})"
+            )
+            raise ValueError(msg)
+        out: list[pd.DataFrame] = []
+        bounds = np.flatnonzero(np.diff(slots)) + 1
+        starts = np.concatenate([[0], bounds])
+        ends = np.concatenate([bounds, [slots.size]])
+        for lo, hi in zip(starts.tolist(), ends.tolist(), strict=False):
+            slot = int(slots[lo])
+            if self._open is None:
+                self._open = slot
+            self._close_before(slot, out)
+            if self._sketch is None:
+                self._sketch = self._new_sketch(slot)
+            self._sketch.update(items[lo:hi], slots[lo:hi])
+        return self._concat(out)
+
+    def advance(self, watermark: int) -> pd.DataFrame:
+        """Close the slots whose last microsecond is ``<= watermark``; return their rows."""
+        out: list[pd.DataFrame] = []
+        first_open = (int(watermark) - self.origin + 1) // self.slot_length
+        self._close_before(first_open, out)
+        return self._concat(out)
+
+    def finish(self) -> pd.DataFrame:
+        """Close the open slot (fixed mode: the open window) and return its rows.
+
+        Later watermarks emit nothing: windows after the end of the input are not reported.
+        """
+        if self._open is None:
+            return self.empty_output()
+        out: list[pd.DataFrame] = []
+        if self.mode == "fixed":
+            n = self.config.n
+            self._close_before((self._open // n + 1) * n, out)
+        else:
+            self._close_before(self._open + 1, out)
+        self._sketch = None  # the input has ended: nothing more to report
+        return self._concat(out)
+
+    def next_deadline(self) -> int | None:
+        """The watermark at which the open slot (fixed mode: the open window) closes.
+
+        ``None`` while nothing could be reported (no row yet, or no tuple left).
+        """
+        if self._open is None or self._sketch is None or self._sketch.num_tuples == 0:
+            return None
+        end_slot = self._open
+        if self.mode == "fixed":
+            end_slot = (self._open // self.config.n + 1) * self.config.n - 1
+        return self.origin + (end_slot + 1) * self.slot_length - 1
+
+    def _concat(self, frames: list[pd.DataFrame]) -> pd.DataFrame:
+        if not frames:
+            return self.empty_output()
+        out = pd.concat(frames, ignore_index=True)
+        if self.item_type == "int64":
+            out[ITEM] = out[ITEM].astype(np.int64)
+        return out
+
+    # -- bytes ---------------------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        """Serialize parameters, the open slot and the sketch."""
+        cfg = self.config
+        meta = {
+            "alpha": cfg.alpha, "epsilon": cfg.epsilon, "window": cfg.n, "delta": cfg.delta,
+            "seed": cfg.seed, "slot_length": self.slot_length, "origin": self.origin,
+            "mode": self.mode, "item_type": self.item_type, "open": self._open,
+            "sketch": None if self._sketch is None else type(self._sketch).__name__,
+        }
+        arrays = {}
+        if self._sketch is not None:
+            arrays["sketch"] = np.frombuffer(self._sketch.to_bytes(), dtype=np.uint8)
+        return pack_state(self.FORMAT_TAG, self.FORMAT_VERSION, meta, arrays)
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> PersistentItemsOperator:
+        """Rebuild an operator from :meth:`to_bytes` output."""
+        meta, arrays = unpack_state(blob, cls.FORMAT_TAG, cls.FORMAT_VERSION)
+        try:
+            op = cls(meta["alpha"], meta["epsilon"], meta["window"], meta["slot_length"],
+                     origin=meta["origin"], mode=meta["mode"], item_type=meta["item_type"],
+                     delta=meta["delta"], seed=meta["seed"])
+            op._open = meta["open"]
+            kinds = {"PersistentItemsSketch": PersistentItemsSketch,
+                     "SlidingPersistentItemsSketch": SlidingPersistentItemsSketch}
+            if meta["sketch"] is not None:
+                op._sketch = kinds[meta["sketch"]].from_bytes(arrays["sketch"].tobytes())
+        except StateFormatError:
+            raise
+        except (KeyError, ValueError, TypeError) as exc:
+            msg = f"{cls.FORMAT_TAG} state is corrupt: {exc}"
+            raise StateFormatError(msg) from exc
+        return op
+
+
+def _stable_order(slots: np.ndarray) -> np.ndarray:
+    """A stable sort of slot numbers; a radix sort when the batch spans fewer than 2^16."""
+    low = slots.min()
+    if slots.max() - low < 65536:
+        return np.argsort((slots - low).astype(np.uint16), kind="stable")
+    return np.argsort(slots, kind="stable")
