@@ -5,14 +5,20 @@ re-exported here so that ``windowkit.core.frames.ThresholdFramer`` stays the pub
 the path older state bytes name).
 """
 
+from windowkit.core.frames.aggregate import AggregateFramer, AggregateFraming
+from windowkit.core.frames.boundary import BoundaryFramer, BoundaryFraming
+from windowkit.core.frames.custom import CustomFramer, Framing, IncreasingTrend
+from windowkit.core.frames.delta import DeltaFramer, DeltaFraming
 from windowkit.core.frames.threshold import (
     OUTPUT_SCHEMA,
     VALUE,
     MissingPolicy,
-    ThresholdFrameSpec,
     ThresholdFramer,
+    ThresholdFrameSpec,
     predicate_codes,
 )
 
 __all__ = ["OUTPUT_SCHEMA", "VALUE", "MissingPolicy", "ThresholdFrameSpec", "ThresholdFramer",
            "predicate_codes"]
+__all__ += ["AggregateFramer", "AggregateFraming", "BoundaryFramer", "BoundaryFraming",
+            "CustomFramer", "DeltaFramer", "DeltaFraming", "Framing", "IncreasingTrend"]

@@ -1,0 +1,812 @@
+"""The engine shared by boundary, delta, aggregate and custom framings (Definition 5).
+
+A *framing* decides, row by row, what each known value does to the frame of its key (see
+:mod:`windowkit.core.frames.custom` for the public contract). This engine does everything else,
+the same way for every framing: keys, time order, missing values and absent reports, minimum
+duration, frame ids, partial and final fragments, the watermark, frame extent and state bytes.
+
+Semantics, per key, over the key's *elements* in time order: its rows and, with a reporting
+``schedule`` of period P, the absent reports a gap implies (``round(gap / P) - 1``, halves up,
+at ``a + P, a + 2P, ...``: the rule of threshold frames). A row whose value is null, NaN or
+infinite is a missing element; absent reports are missing elements too.
+
+* A framing sees only known values. For each it answers with bit flags: ``BREAK`` (the open
+  frame ends before this row), ``JOIN`` (the row joins the open frame, or opens one) and, for
+  minimal framings, ``SATISFIED`` (the frame including this row satisfies its predicate).
+  A row that does not join is in no frame and ends the open frame.
+* ``missing="unsatisfied"``: a missing element ends the open frame and resets the framing's
+  state (the next known row starts afresh). ``missing="satisfying"``: missing elements are
+  bridged: the framing never sees them; they count in ``n_tuples`` and ``n_missing`` of the
+  frame when a later row of the same frame follows them. Either way a frame starts and ends on
+  a known row (as in NiagaraST: "a frame cannot begin with a missing value").
+* Maximal framings (``span="maximal"``): a frame is reported when it is at least
+  ``min_duration`` long (``n_tuples >= D`` rows, or ``last - start >= D`` in time); it is
+  *certain* at its first row where it reaches that length: it gets its ``frame_id`` (0, 1, 2...
+  per key) and, with ``fragment_every``, a ``partial`` row there and then at the first row past
+  each further multiple of ``fragment_every`` (the rule of threshold frames).
+* Minimal framings (``span="minimal"``): a frame closes after the first row where the framing
+  says ``SATISFIED`` and the frame is at least ``min_duration`` long; a frame that ends
+  otherwise (a missing element, a ``BREAK``, the end of input) never satisfied its predicate
+  and is not reported. Such a frame exists only once it is complete, so there are no partial
+  fragments (``fragment_every`` is refused).
+* ``end`` is the time of the key's element right after the frame's last row: the next row
+  (the one that broke the frame, or the first row of the next frame) or a missing element. A
+  minimal frame's final row therefore waits for that element, or, with a schedule, for the
+  watermark to show that the report due at ``last + P`` is absent (``end = last + P``). At the
+  end of a bounded input with no next element, ``end = last + P`` with a schedule and
+  ``last + 1`` (one microsecond) without.
+* Frame extent (appendix F): ``extent="conservative"`` reports ``start`` = the first row of the
+  frame; ``extent="liberal"`` moves ``start`` back to the element before it (the last report
+  that was not in the frame: a row or an absent report), when there is one. ``end`` is the
+  next element after the frame in both cases, so a liberal frame spans from the last report
+  outside it to the next report outside it (the freezer example).
+* Rows of a key are taken in time order; rows with equal times are ordered by value (missing
+  last), so the frames do not depend on arrival order. Across batches, a key's time must not
+  go backwards (the :class:`~windowkit.core.operator.EventTimeRunner` guarantees it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import types
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numba
+import numpy as np
+import pandas as pd
+
+from windowkit.core.durations import Duration, to_micros
+from windowkit.core.frames._kernels import decide_builtin
+from windowkit.core.frames.threshold import OUTPUT_SCHEMA, VALUE
+from windowkit.core.operator import KEY, TIME, StreamOperator
+from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
+
+try:
+    from windowkit.core.serialization import state_decoder
+except ImportError:  # pragma: no cover - the shared decoder wrapper is newer than this module
+    def state_decoder(decode):  # noqa: ANN001, ANN202
+        return decode
+from windowkit.core.validation import check_choice
+
+Extent = Literal["conservative", "liberal"]
+"""How far a frame's ``start`` reaches: its first row, or the last report before it."""
+Span = Literal["maximal", "minimal"]
+"""Whether frames grow while the predicate holds, or close as soon as it holds."""
+
+BREAK = 1
+"""Action flag: the open frame ends before this row."""
+JOIN = 2
+"""Action flag: this row joins the open frame, or opens a new one."""
+SATISFIED = 4
+"""Action flag (minimal framings): the frame including this row satisfies the predicate."""
+CONTINUE = JOIN
+"""The row extends the open frame (opens one if none is open)."""
+START = BREAK | JOIN
+"""The open frame ends before this row; the row opens the next frame."""
+SKIP = BREAK
+"""The open frame ends before this row; the row is in no frame."""
+
+_NONE = np.iinfo(np.int64).min
+_MISSING_POLICIES = ("unsatisfied", "satisfying")
+_EXTENTS = ("conservative", "liberal")
+# frame status of a key: nothing open, a frame open, a (minimal) frame waiting for its end
+_IDLE, _OPEN, _PENDING = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class SequenceFrameSpec:
+    """Validated options common to every sequential framing.
+
+    Parameters
+    ----------
+    min_duration : Duration
+        Shortest reported frame, in rows or in time.
+    missing : {"unsatisfied", "satisfying"}
+        Whether missing elements end frames or are bridged.
+    schedule : int or None
+        Reporting period in microseconds; absent reports become missing elements.
+    fragment_every : Duration or None
+        Emit partial fragments of open frames this often (maximal framings only).
+    extent : {"conservative", "liberal"}
+        Where ``start`` is reported (see the module docstring).
+
+    Examples
+    --------
+    >>> SequenceFrameSpec.create("2 rows", extent="liberal").extent
+    'liberal'
+    >>> SequenceFrameSpec.create("2 rows", extent="generous")
+    Traceback (most recent call last):
+    ...
+    ValueError: `extent` must be one of 'conservative', 'liberal'; got 'generous'
+    """
+
+    min_duration: Duration
+    missing: str = "unsatisfied"
+    schedule: int | None = None
+    fragment_every: Duration | None = None
+    extent: str = "conservative"
+
+    def __post_init__(self) -> None:
+        check_choice("missing", self.missing, _MISSING_POLICIES)
+        check_choice("extent", self.extent, _EXTENTS)
+        if self.schedule is not None and self.schedule <= 0:
+            msg = f"`schedule` must be a positive period like '30 seconds'; got {self.schedule!r}"
+            raise ValueError(msg)
+
+    @classmethod
+    def create(
+        cls,
+        min_duration: str | int | Duration = "1 rows",
+        missing: str = "unsatisfied",
+        schedule: str | int | None = None,
+        fragment_every: str | int | Duration | None = None,
+        extent: str = "conservative",
+    ) -> SequenceFrameSpec:
+        """Parse user-facing values (``"3 rows"``, ``"90 seconds"``, timedeltas).
+
+        Examples
+        --------
+        >>> SequenceFrameSpec.create("90 seconds", schedule="30 seconds").schedule
+        30000000
+        """
+        return cls(
+            min_duration=Duration.parse(min_duration, "min_duration"),
+            missing=missing,
+            schedule=None if schedule is None else to_micros(schedule, "schedule"),
+            fragment_every=(None if fragment_every is None
+                            else Duration.parse(fragment_every, "fragment_every")),
+            extent=extent,
+        )
+
+    def to_meta(self) -> dict[str, Any]:
+        """JSON-able form, for state bytes."""
+        frag = self.fragment_every
+        return {"min_duration": [self.min_duration.kind, self.min_duration.amount],
+                "missing": self.missing, "schedule": self.schedule,
+                "fragment_every": None if frag is None else [frag.kind, frag.amount],
+                "extent": self.extent}
+
+    @classmethod
+    def from_meta(cls, meta: dict[str, Any]) -> SequenceFrameSpec:
+        """Inverse of :meth:`to_meta`."""
+        frag = meta["fragment_every"]
+        return cls(min_duration=Duration(*meta["min_duration"]), missing=meta["missing"],
+                   schedule=meta["schedule"],
+                   fragment_every=None if frag is None else Duration(*frag),
+                   extent=meta["extent"])
+
+
+_INT_FIELDS = ("last_time", "status", "f_start", "f_last", "f_before", "f_n", "f_miss",
+               "pend_n", "pend_end", "frame_id", "anchor", "k_done", "next_id")
+
+
+class _KeyStates:
+    """Per-key state: int64 arrays indexed by slot, and the framings' float state rows."""
+
+    def __init__(self, initial: np.ndarray) -> None:
+        self.initial = np.asarray(initial, dtype=np.float64)
+        self.keys: list = []
+        self.index: dict = {}
+        self.ints = {name: np.zeros(0, dtype=np.int64) for name in _INT_FIELDS}
+        self.fstate = np.zeros((0, len(self.initial)), dtype=np.float64)
+
+    def slots(self, uniques: np.ndarray) -> np.ndarray:
+        new = [k for k in uniques.tolist() if k not in self.index]
+        if new:
+            for k in new:
+                self.index[k] = len(self.keys)
+                self.keys.append(k)
+            grow = len(new)
+            for name, arr in self.ints.items():
+                fill = _NONE if name in ("last_time", "pend_end", "f_before") else 0
+                fill = -1 if name == "frame_id" else fill
+                self.ints[name] = np.concatenate([arr, np.full(grow, fill, dtype=np.int64)])
+            self.fstate = np.concatenate([self.fstate, np.tile(self.initial, (grow, 1))])
+        return np.fromiter((self.index[k] for k in uniques.tolist()), np.int64, len(uniques))
+
+
+class SequenceFramer(StreamOperator):
+    """Incremental framing function (Definition 5) driven by a framing's row decisions.
+
+    Not used directly: :class:`~windowkit.core.frames.BoundaryFramer`,
+    :class:`~windowkit.core.frames.DeltaFramer`, :class:`~windowkit.core.frames.AggregateFramer`
+    and :class:`~windowkit.core.frames.CustomFramer` build one. The semantics are in this
+    module's docstring. Input batches have columns ``key``, ``time`` (int64 µs) and ``value``
+    (float; null/NaN/inf is missing); the output has threshold frames' columns.
+    """
+
+    FORMAT_TAG = "SEQFRAME"
+    FORMAT_VERSION = 1
+    ORDERS_ROWS_ITSELF = True
+
+    def __init__(self, framing: Any, spec: SequenceFrameSpec) -> None:
+        if framing.span not in ("maximal", "minimal"):
+            msg = f"`span` of {type(framing).__name__} must be 'maximal' or 'minimal'; " \
+                  f"got {framing.span!r}"
+            raise ValueError(msg)
+        if framing.span == "minimal" and spec.fragment_every is not None:
+            msg = ("`fragment_every` must be None for a minimal framing: its frames exist only "
+                   f"once complete; got {spec.fragment_every}")
+            raise ValueError(msg)
+        self.framing = framing
+        self.spec = spec
+        initial = np.asarray(framing.initial_state(), dtype=np.float64).ravel()
+        self._state = _KeyStates(initial)
+
+    # ------------------------------------------------------------------ contract
+    @property
+    def output_schema(self) -> list[tuple[str, str]]:
+        """Output columns: key, frame_id, start, end, last, n_tuples, n_missing, status."""
+        return OUTPUT_SCHEMA
+
+    @property
+    def n_keys(self) -> int:
+        """Number of keys seen so far."""
+        return len(self._state.keys)
+
+    @property
+    def open_frames(self) -> int:
+        """Number of keys with a frame open or waiting for its end."""
+        return int((self._state.ints["status"] != _IDLE).sum())
+
+    def process(self, batch: pd.DataFrame) -> pd.DataFrame:
+        """Consume a batch with columns ``key``, ``time`` (int64 µs) and ``value``.
+
+        Examples
+        --------
+        >>> from windowkit.core.frames import DeltaFramer
+        >>> f = DeltaFramer(2.0)
+        >>> f.process(pd.DataFrame({"key": "a", "time": [1, 2, 3], "value": [0.0, 1.0, 2.5]}))
+        ... # doctest: +NORMALIZE_WHITESPACE
+          key  frame_id  start  end  last  n_tuples  n_missing status
+        0   a         0      1    3     2         2          0  final
+        """
+        keys = batch[KEY] if KEY in batch else None
+        return self.update(batch[TIME].to_numpy(), batch[VALUE].to_numpy(), key=keys)
+
+    def update(self, time: np.ndarray, value: np.ndarray, key: Any = None) -> pd.DataFrame:
+        """Consume one batch of event times (int64 µs), values and keys.
+
+        Parameters
+        ----------
+        time : numpy.ndarray of int64
+            Event times; any order within the batch.
+        value : array-like of float
+            The attribute the framing watches; None/NaN/inf are missing.
+        key : array-like, optional
+            Grouping keys (a ``pandas.Categorical`` is used without re-hashing); one key if
+            omitted.
+
+        Returns
+        -------
+        pandas.DataFrame
+            New partial and final rows.
+
+        Examples
+        --------
+        >>> from windowkit.core.frames import BoundaryFramer
+        >>> f = BoundaryFramer(10.0)
+        >>> f.update(np.array([1, 2, 3]), [3.0, 8.0, 12.0])[["start", "end", "last"]]
+           start  end  last
+        0      1    3     2
+        """
+        time = np.asarray(time, dtype=np.int64)
+        value = pd.to_numeric(pd.Series(value, copy=False), errors="coerce")
+        value = value.to_numpy(dtype=np.float64, na_value=np.nan)
+        if key is None:
+            key = np.zeros(len(time), dtype=np.int64)
+        if not (len(time) == len(value) == len(key)):
+            msg = (f"`time`, `value` and `key` must have equal lengths; got {len(time)}, "
+                   f"{len(value)}, {len(key)}")
+            raise ValueError(msg)
+        if len(time) == 0:
+            return self.empty_output()
+        codes, uniques = factorize_keys(key)
+        slot = self._state.slots(uniques)[codes]
+        slot, time, value = _order_rows(slot, time, value)
+        self._check_backwards(slot, time)
+        return self._run(slot, time, value)
+
+    def advance(self, watermark: int) -> pd.DataFrame:
+        """Settle frames whose next scheduled report is known absent by ``watermark``.
+
+        With a schedule of period P, a row arriving after the watermark has a gap of at least
+        ``ceil(1.5 P)`` to the key's last row, so the report due at ``last + P`` is absent: an
+        open frame ends there under ``missing="unsatisfied"``, and a complete minimal frame
+        learns its end.
+
+        Examples
+        --------
+        >>> from windowkit.core.frames import DeltaFramer
+        >>> f = DeltaFramer(5.0, schedule=10)
+        >>> _ = f.update(np.array([0, 10]), [1.0, 2.0])
+        >>> f.advance(23).empty, f.advance(24)[["start", "end"]].values.tolist()
+        (True, [[0, 20]])
+        """
+        deadline = self._deadlines()
+        if deadline is None:
+            return self.empty_output()
+        slots = np.flatnonzero(deadline <= watermark)
+        if len(slots) == 0:
+            return self.empty_output()
+        ints = self._state.ints
+        end = ints["f_last"][slots] + self.spec.schedule
+        return self._close(slots, end, reset=True)
+
+    def finish(self) -> pd.DataFrame:
+        """End of a bounded input: close every open frame.
+
+        Examples
+        --------
+        >>> from windowkit.core.frames import DeltaFramer
+        >>> f = DeltaFramer(5.0)
+        >>> _ = f.update(np.array([5, 6]), [1.0, 2.0])
+        >>> f.finish()[["start", "last", "end"]].values.tolist()
+        [[5, 6, 7]]
+        """
+        ints = self._state.ints
+        slots = np.flatnonzero(ints["status"] != _IDLE)
+        tail = ints["f_last"][slots] + (self.spec.schedule or 1)
+        pend = ints["pend_end"][slots]
+        end = np.where(pend != _NONE, pend, tail)
+        return self._close(slots, end, reset=True)
+
+    def next_deadline(self) -> int | None:
+        """The smallest watermark at which :meth:`advance` settles a frame, if any.
+
+        Examples
+        --------
+        >>> from windowkit.core.frames import DeltaFramer
+        >>> f = DeltaFramer(5.0, schedule=10)
+        >>> _ = f.update(np.array([0]), [1.0])
+        >>> f.next_deadline()
+        14
+        """
+        deadline = self._deadlines()
+        if deadline is None or not np.any(deadline != np.iinfo(np.int64).max):
+            return None
+        return int(deadline.min())
+
+    def _deadlines(self) -> np.ndarray | None:
+        period = self.spec.schedule
+        if period is None:
+            return None
+        ints = self._state.ints
+        status = ints["status"]
+        waits = status == _PENDING
+        if self.spec.missing == "unsatisfied":
+            waits = waits | (status == _OPEN)
+        due = ints["f_last"] + (3 * period + 1) // 2 - 1
+        return np.where(waits, due, np.iinfo(np.int64).max)
+
+    # ------------------------------------------------------------------ the pass
+    def _check_backwards(self, slot: np.ndarray, time: np.ndarray) -> None:
+        first = np.ones(len(slot), dtype=bool)
+        first[1:] = slot[1:] != slot[:-1]
+        prev = self._state.ints["last_time"][slot[first]]
+        bad = (prev != _NONE) & (time[first] < prev)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            key = self._state.keys[slot[first][i]]
+            msg = (f"`time` went backwards for key {key!r}: {time[first][i]} after {prev[i]}; "
+                   "rows of a key must arrive in time order")
+            raise ValueError(msg)
+
+    def _run(self, slot: np.ndarray, time: np.ndarray, value: np.ndarray) -> pd.DataFrame:
+        spec, st = self.spec, self._state
+        period = spec.schedule or 0
+        if spec.schedule is not None:
+            prev = np.empty(len(time), dtype=np.int64)
+            prev[1:] = time[:-1]
+            first = np.ones(len(time), dtype=bool)
+            first[1:] = slot[1:] != slot[:-1]
+            prev[first] = st.ints["last_time"][slot[first]]
+            gap = np.where(prev != _NONE, time - prev, 0)
+            pre_m = np.maximum(0, (2 * gap + period) // (2 * period) - 1)
+        else:
+            pre_m = np.zeros(len(time), dtype=np.int64)
+        frag = spec.fragment_every
+        loop_args = (
+            slot, time, value, pre_m, period, spec.missing == "unsatisfied",
+            self.framing.span == "minimal", spec.min_duration.kind == "rows",
+            spec.min_duration.amount, 0 if frag is None else (1 if frag.kind == "rows" else 2),
+            0 if frag is None else frag.amount,
+            *(st.ints[name] for name in _INT_FIELDS), st.fstate, st.initial,
+        )
+        builtin = getattr(self.framing, "builtin_kind", None)
+        kernel = getattr(self.framing, "kernel", None)
+        kind = -1 if builtin is None else builtin
+        if builtin is not None or kernel is not None:
+            params = np.asarray(self.framing.kernel_params(), dtype=np.float64)
+            loop = _frame_loop if builtin is not None else _user_loop(kernel)
+        else:
+            params, loop = self.framing, _frame_loop_py
+
+        outputs, i = [], 0
+        n = len(time)
+        while i < n:
+            cap = max(64, (n - i) // 4 + 16) if loop is not _frame_loop_py else 3 * (n - i) + 3
+            buf = _Outputs(cap)
+            i, m = loop(kind, params, i, *loop_args, *buf.arrays())
+            outputs.append(buf.frame(self, m))
+        outputs = [o for o in outputs if len(o)]
+        if not outputs:
+            return self.empty_output()
+        return outputs[0] if len(outputs) == 1 else pd.concat(outputs, ignore_index=True)
+
+    def _close(self, slots: np.ndarray, end: np.ndarray, *, reset: bool) -> pd.DataFrame:
+        """Close the frames of ``slots`` at ``end`` (finish, or a watermark)."""
+        ints = self._state.ints
+        status = ints["status"][slots]
+        minimal = self.framing.span == "minimal"
+        report = (status == _PENDING) | ((status == _OPEN) & (not minimal)
+                                         & (ints["frame_id"][slots] >= 0))
+        s = slots[report]
+        out = self._rows(s, ints["frame_id"][s], ints["f_start"][s], ints["f_before"][s],
+                         end[report], ints["f_last"][s], ints["f_n"][s], ints["f_miss"][s],
+                         final=True)
+        opened = slots[status == _OPEN]
+        if reset and self.spec.missing == "unsatisfied":
+            # the absent report (or the end of input) is a missing element: fresh state
+            self._state.fstate[opened] = self._state.initial
+        ints["status"][slots] = _IDLE
+        ints["frame_id"][slots] = -1
+        ints["pend_n"][slots] = 0
+        ints["pend_end"][slots] = _NONE
+        return out
+
+    def _rows(self, slots, frame_id, start, before, end, last, n, miss, *, final: bool):
+        if len(slots) == 0:
+            return self.empty_output()
+        if self.spec.extent == "liberal":
+            start = np.where(before != _NONE, before, start)
+        keys = np.asarray(self._state.keys, dtype=object)[slots]
+        end_col = (pd.array(end, dtype="Int64") if final
+                   else pd.array([None] * len(slots), dtype="Int64"))
+        return pd.DataFrame({
+            KEY: keys, "frame_id": np.asarray(frame_id, dtype=np.int64),
+            "start": np.asarray(start, dtype=np.int64), "end": end_col,
+            "last": np.asarray(last, dtype=np.int64), "n_tuples": np.asarray(n, dtype=np.int64),
+            "n_missing": np.asarray(miss, dtype=np.int64),
+            "status": "final" if final else "partial",
+        })
+
+    # ------------------------------------------------------------------ serialization
+    def framing_meta(self) -> dict[str, Any]:
+        """The framing's class and parameters, for state bytes."""
+        cls = type(self.framing)
+        return {"class": f"{cls.__module__}:{cls.__qualname__}",
+                "params": self.framing.get_params()}
+
+    def to_bytes(self) -> bytes:
+        """Serialize the framing, the options and every key's state.
+
+        Examples
+        --------
+        >>> from windowkit.core.frames import AggregateFramer
+        >>> f = AggregateFramer("sum", ">", 10.0)
+        >>> _ = f.update(np.array([1, 2]), [4.0, 5.0], key=np.array(["a", "a"]))
+        >>> g = AggregateFramer.from_bytes(f.to_bytes())
+        >>> g.update(np.array([3, 4]), [6.0, 1.0], key=np.array(["a", "a"]))[["start", "end"]]
+           start  end
+        0      1    4
+        """
+        st = self._state
+        integer_keys = bool(st.keys) and all(isinstance(k, (int, np.integer)) for k in st.keys)
+        keys = np.asarray(st.keys, dtype=object)
+        meta = {"spec": self.spec.to_meta(), "framing": self.framing_meta(),
+                "integer_keys": integer_keys, "state_size": int(st.fstate.shape[1])}
+        arrays = dict(st.ints)
+        arrays["fstate"] = st.fstate
+        arrays["initial"] = st.initial
+        arrays["keys"] = keys.astype(np.int64) if integer_keys else keys
+        return pack_state(self.FORMAT_TAG, self.FORMAT_VERSION, meta, arrays)
+
+    @classmethod
+    @state_decoder
+    def from_bytes(cls, blob: bytes) -> SequenceFramer:
+        """Rebuild a framer from :meth:`to_bytes` output (checked; clear errors).
+
+        Examples
+        --------
+        >>> from windowkit.core.frames import DeltaFramer
+        >>> DeltaFramer.from_bytes(b"WKIT" + bytes(30))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        windowkit.core.serialization.StateFormatError: ...unsupported windowkit container version 0
+        """
+        meta, arrays = unpack_state(blob, cls.FORMAT_TAG, cls.FORMAT_VERSION)
+        try:
+            spec = SequenceFrameSpec.from_meta(meta["spec"])
+            framing = _framing_from_meta(meta["framing"])
+            framer = cls._rebuild(framing, spec)
+            st = framer._state
+            n_keys = len(arrays["keys"])
+            for name in _INT_FIELDS:
+                arr = np.asarray(arrays[name], dtype=np.int64)
+                if arr.shape != (n_keys,):
+                    msg = f"field {name!r} has shape {arr.shape}, expected ({n_keys},)"
+                    raise StateFormatError(msg)
+                st.ints[name] = arr.copy()
+            fstate = np.asarray(arrays["fstate"], dtype=np.float64)
+            if fstate.shape != (n_keys, len(st.initial)):
+                expected = (n_keys, len(st.initial))
+                msg = f"framing state has shape {fstate.shape}, expected {expected}"
+                raise StateFormatError(msg)
+            st.fstate = fstate.copy()
+            st.keys = arrays["keys"].tolist()
+            st.index = {k: i for i, k in enumerate(st.keys)}
+        except StateFormatError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            msg = f"{cls.__name__} state bytes do not decode: {exc!r}"
+            raise StateFormatError(msg) from exc
+        return framer
+
+    @classmethod
+    def _rebuild(cls, framing: Any, spec: SequenceFrameSpec) -> SequenceFramer:
+        framer = cls.__new__(cls)
+        SequenceFramer.__init__(framer, framing, spec)
+        return framer
+
+
+def _framing_from_meta(meta: dict[str, Any]) -> Any:
+    """Import the framing class named in state bytes; it must be a ``Framing``."""
+    from windowkit.core.frames.custom import Framing
+
+    path = meta["class"]
+    module_name, _, qualname = path.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        msg = f"state names unknown framing class {path!r}"
+        raise StateFormatError(msg) from exc
+    if not (isinstance(obj, type) and issubclass(obj, Framing)):
+        msg = f"state names {path!r}, which is not a Framing"
+        raise StateFormatError(msg)
+    return obj(**meta["params"])
+
+
+class _Outputs:
+    """Preallocated output columns the loop writes into."""
+
+    NAMES = ("kind", "slot", "frame_id", "start", "before", "end", "last", "n", "miss")
+
+    def __init__(self, capacity: int) -> None:
+        self.cols = {name: np.empty(capacity, dtype=np.int64) for name in self.NAMES}
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return tuple(self.cols[name] for name in self.NAMES)
+
+    def frame(self, framer: SequenceFramer, m: int) -> pd.DataFrame:
+        if m == 0:
+            return framer.empty_output()
+        c = {name: arr[:m] for name, arr in self.cols.items()}
+        final = c["kind"] == 1
+        parts = []
+        for is_final in (False, True):
+            sel = final if is_final else ~final
+            if sel.any():
+                part = framer._rows(c["slot"][sel], c["frame_id"][sel], c["start"][sel],
+                                    c["before"][sel], c["end"][sel], c["last"][sel],
+                                    c["n"][sel], c["miss"][sel], final=is_final)
+                part.index = np.flatnonzero(sel)
+                parts.append(part)
+        out = parts[0] if len(parts) == 1 else pd.concat(parts).sort_index()
+        return out.reset_index(drop=True)
+
+
+def factorize_keys(key: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Codes and uniques of the keys; categorical keys come with their codes already.
+
+    Examples
+    --------
+    >>> codes, uniques = factorize_keys(pd.Categorical(["b", "a", "b"], ["a", "b", "c"]))
+    >>> codes.tolist(), uniques.tolist()
+    ([1, 0, 1], ['a', 'b'])
+    """
+    if isinstance(key, pd.Series) and isinstance(key.dtype, pd.CategoricalDtype):
+        key = key.array
+    if isinstance(key, pd.Categorical):
+        categories = np.asarray(key.categories, dtype=object)
+        codes = np.asarray(key.codes, dtype=np.int64)
+        if (codes < 0).any():
+            msg = "`key` must not be null"
+            raise ValueError(msg)
+        present = np.bincount(codes, minlength=len(categories)) > 0
+        if present.all():
+            return codes, categories
+        remap = np.cumsum(present) - 1  # unused categories must not become keys
+        return remap[codes], categories[present]
+    codes, uniques = pd.factorize(np.asarray(key), sort=False)
+    if (codes < 0).any():
+        msg = "`key` must not be null"
+        raise ValueError(msg)
+    return codes.astype(np.int64), np.asarray(uniques)
+
+
+def _order_rows(slot: np.ndarray, time: np.ndarray,
+                value: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows sorted by (slot, time, value with missing last)."""
+    if len(slot) < 2:
+        return slot, time, value
+    ds, dt_ = np.diff(slot), np.diff(time)
+    if np.all((ds > 0) | ((ds == 0) & (dt_ > 0))):
+        return slot, time, value
+    tie_value = np.where(np.isfinite(value), value, np.inf)
+    order = np.lexsort((tie_value, time, slot))
+    return slot[order], time[order], value[order]
+
+
+@numba.njit(cache=True)
+def _emit(o_kind, o_slot, o_id, o_start, o_before, o_end, o_last, o_n, o_miss, m, kind, s,
+          fid, start, before, end, last, n, miss):  # pragma: no cover - compiled
+    o_kind[m] = kind
+    o_slot[m] = s
+    o_id[m] = fid
+    o_start[m] = start
+    o_before[m] = before
+    o_end[m] = end
+    o_last[m] = last
+    o_n[m] = n
+    o_miss[m] = miss
+    return m + 1
+
+
+def _loop_impl(kind, params, i0, slot, time, value, pre_m, period, miss_break, minimal,
+                min_rows, min_amount, frag_kind, frag_amount,
+                last_time, status, f_start, f_last, f_before, f_n, f_miss, pend_n, pend_end,
+                frame_id, anchor, k_done, next_id, fstate, initial,
+                o_kind, o_slot, o_id, o_start, o_before, o_end, o_last, o_n, o_miss):
+    # pragma: no cover - compiled (and run as plain Python for framings without a kernel)
+    """Rows ``i0..`` through the framing; stops early when the output buffer is nearly full.
+
+    Returns ``(next row, outputs written)``. Output kind 0 is a partial row, 1 a final row.
+    """
+    n = len(time)
+    cap = len(o_kind)
+    m = 0
+    for i in range(i0, n):
+        if cap - m < 3:
+            return i, m
+        s = slot[i]
+        t = time[i]
+        prev = last_time[s]
+        before = prev
+        if pre_m[i] > 0:  # absent reports, first at prev + period
+            t_miss = prev + period
+            before = prev + pre_m[i] * period
+            if status[s] == 2:
+                m = _emit(o_kind, o_slot, o_id, o_start, o_before, o_end, o_last, o_n, o_miss,
+                          m, 1, s, frame_id[s], f_start[s], f_before[s], t_miss, f_last[s],
+                          f_n[s], f_miss[s])
+                status[s] = 0
+                frame_id[s] = -1
+            elif status[s] == 1:
+                if miss_break:
+                    if not minimal and frame_id[s] >= 0:
+                        m = _emit(o_kind, o_slot, o_id, o_start, o_before, o_end, o_last, o_n,
+                                  o_miss, m, 1, s, frame_id[s], f_start[s], f_before[s],
+                                  t_miss, f_last[s], f_n[s], f_miss[s])
+                    status[s] = 0
+                    frame_id[s] = -1
+                else:
+                    if pend_n[s] == 0:
+                        pend_end[s] = t_miss
+                    pend_n[s] += pre_m[i]
+            if miss_break:
+                fstate[s, :] = initial
+        v = value[i]
+        last_time[s] = t
+        if not np.isfinite(v):  # a missing row: the same as an absent report
+            if status[s] == 2:
+                m = _emit(o_kind, o_slot, o_id, o_start, o_before, o_end, o_last, o_n, o_miss,
+                          m, 1, s, frame_id[s], f_start[s], f_before[s], t, f_last[s],
+                          f_n[s], f_miss[s])
+                status[s] = 0
+                frame_id[s] = -1
+            elif status[s] == 1:
+                if miss_break:
+                    if not minimal and frame_id[s] >= 0:
+                        m = _emit(o_kind, o_slot, o_id, o_start, o_before, o_end, o_last, o_n,
+                                  o_miss, m, 1, s, frame_id[s], f_start[s], f_before[s], t,
+                                  f_last[s], f_n[s], f_miss[s])
+                    status[s] = 0
+                    frame_id[s] = -1
+                else:
+                    if pend_n[s] == 0:
+                        pend_end[s] = t
+                    pend_n[s] += 1
+            if miss_break:
+                fstate[s, :] = initial
+            continue
+        if status[s] == 2:  # a complete minimal frame learns its end
+            m = _emit(o_kind, o_slot, o_id, o_start, o_before, o_end, o_last, o_n, o_miss, m,
+                      1, s, frame_id[s], f_start[s], f_before[s], t, f_last[s], f_n[s],
+                      f_miss[s])
+            status[s] = 0
+            frame_id[s] = -1
+        action = _decide(kind, fstate[s], params, v, t)
+        joins = (action & 2) != 0
+        breaks = (action & 1) != 0 or not joins
+        if breaks and status[s] == 1:
+            end = pend_end[s] if pend_n[s] > 0 else t
+            if not minimal and frame_id[s] >= 0:
+                m = _emit(o_kind, o_slot, o_id, o_start, o_before, o_end, o_last, o_n, o_miss,
+                          m, 1, s, frame_id[s], f_start[s], f_before[s], end, f_last[s],
+                          f_n[s], f_miss[s])
+            status[s] = 0
+            frame_id[s] = -1
+        pend_n_s = pend_n[s]
+        pend_n[s] = 0
+        pend_end[s] = np.iinfo(np.int64).min
+        if not joins:
+            continue
+        if status[s] == 0:
+            status[s] = 1
+            f_start[s] = t
+            f_before[s] = before
+            f_n[s] = 1
+            f_miss[s] = 0
+            k_done[s] = -1
+        else:
+            f_n[s] += pend_n_s + 1
+            f_miss[s] += pend_n_s
+        f_last[s] = t
+        size = f_n[s] if min_rows else t - f_start[s]
+        long_enough = size >= min_amount
+        if minimal:
+            if (action & 4) != 0 and long_enough:
+                frame_id[s] = next_id[s]
+                next_id[s] += 1
+                status[s] = 2
+                fstate[s, :] = initial
+            continue
+        if frame_id[s] < 0 and long_enough:
+            frame_id[s] = next_id[s]
+            next_id[s] += 1
+            if frag_kind == 1:
+                anchor[s] = f_n[s]
+            elif frag_kind == 2:
+                anchor[s] = t
+        if frag_kind != 0 and frame_id[s] >= 0:
+            measure = f_n[s] if frag_kind == 1 else t
+            k = (measure - anchor[s]) // frag_amount
+            if k > k_done[s]:
+                m = _emit(o_kind, o_slot, o_id, o_start, o_before, o_end, o_last, o_n, o_miss,
+                          m, 0, s, frame_id[s], f_start[s], f_before[s], 0, t, f_n[s],
+                          f_miss[s])
+                k_done[s] = k
+    return n, m
+
+
+_decide = decide_builtin
+# Built-in framings: one compiled loop, cached on disk (the decision is chosen by `kind`).
+_frame_loop = numba.njit(cache=True)(_loop_impl)
+
+
+def _py_decide(kind, state, framing, value, time):  # noqa: ANN001, ANN202 - the slow path
+    return int(framing.decide(state, value, time))
+
+
+# Framings without a kernel: the same loop as plain Python, `params` being the framing itself.
+_frame_loop_py = types.FunctionType(
+    _loop_impl.__code__, {**globals(), "_decide": _py_decide, "_emit": _emit.py_func},
+    "_frame_loop_py")
+_USER_LOOPS: dict = {}
+
+
+def _user_loop(kernel: Any) -> Any:
+    """A compiled loop around a user's numba kernel (compiled once per process)."""
+    if kernel not in _USER_LOOPS:
+        @numba.njit
+        def adapter(kind, state, params, value, time):  # pragma: no cover - compiled
+            return kernel(state, params, value, time)
+
+        namespace = {**globals(), "_decide": adapter}
+        _USER_LOOPS[kernel] = numba.njit(types.FunctionType(_loop_impl.__code__, namespace,
+                                                            "_frame_loop_user"))
+    return _USER_LOOPS[kernel]
