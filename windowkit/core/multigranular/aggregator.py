@@ -1,0 +1,442 @@
+"""Multi-grained aggregation and online regression over a multi-granular window (paper IV.A-B).
+
+One :class:`MultiGranularAggregator` holds the stairwise chains of many keys. Per key and
+level, a *report* is issued at every instant ``tc`` where the level slides
+(``(tc - t0) mod b_k = 0``) and its scope (DESIGN.md) holds at least one row of the key, the
+rule of Spark's ``window()``. A report is final, and emitted, once every row up to ``tc`` has
+arrived: when the operator sees a later row, a watermark at or past ``tc``, or the end of the
+input. So the reports do not depend on how the stream is cut into batches.
+
+Aggregates: ``count``, ``sum``, ``mean``, ``min``, ``max``, ``variance`` and ``stddev`` (the
+sample ones, like Spark's; NaN under two rows). Min and max are kept per cell and merged over
+the level's cells at each report, the paper's rescan bounded by the cells of a level.
+
+Time-decayed aggregates (``weights``, one per level): the report of level ``k`` also gives
+``decayed_sum = sum_j<=k weights[j] * sum(values in D_j)`` and ``decayed_count`` likewise, with
+``D_0`` level 0's scope and ``D_j`` level ``j``'s scope minus level ``j - 1``'s (the paper's
+disjoint ``[t_j, t_(j-1))``), all at the same ``tc``; ``decayed_mean`` is their ratio.
+
+Online linear regression (``regression=True``), equations 6 and 7 of the paper with each *row*
+a point ``(t, value)``: instants with no row contribute no point (they are not filled with the
+latest value, which at microsecond instants would weigh a value by how long it went unrevised),
+and rows sharing an instant are separate points. ``slope`` is in value units per second and
+``intercept`` is the fitted value at the report instant ``tc``, i.e. time is measured in
+seconds relative to ``tc``, so doubles keep their precision whatever the epoch. The sums are
+held as centred co-moments per cell and merged exactly (no subtraction of large sums). NaN when
+all points of the scope share one instant.
+
+Continuous reporting: ``report="continuous"`` makes every level report at every finest slide
+(each level's range, the finest slide); :meth:`MultiGranularAggregator.horizon` gives the state
+of any horizon on request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from windowkit.core.multigranular.cells import (
+    MAX,
+    MIN,
+    MT,
+    MV,
+    N_FIELDS,
+    STT,
+    STV,
+    SUM,
+    SVV,
+    N,
+    empty_cells,
+    merge_into,
+)
+from windowkit.core.multigranular.spec import MultiGranularSpec
+from windowkit.core.multigranular.state import END_OF_INPUT, ChainState, Reports, factorize_keys
+from windowkit.core.operator import KEY, TIME, StreamOperator
+from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
+from windowkit.core.validation import check_choice
+
+ReportMode = Literal["periodic", "continuous"]
+"""``"periodic"``: each level reports when it slides; ``"continuous"``: at every finest slide."""
+
+AGGREGATES = ("count", "sum", "mean", "min", "max", "variance", "stddev")
+DEFAULT_AGGREGATES = ("count", "sum", "mean", "min", "max")
+VALUE = "value"
+#: Columns of pre-aggregated input cells (one row per key and finest granule; times of the
+#: moments relative to the granule's end instant, in µs).
+CELL_COLUMNS = ("cell_n", "cell_sum", "cell_min", "cell_max", "cell_mean", "cell_m2",
+                "cell_t_mean", "cell_t_m2", "cell_tv")
+REPORT_COLUMNS = [(KEY, "string"), ("level", "int64"), ("range", "int64"), ("slide", "int64"),
+                  ("window_start", "timestamp"), ("window_end", "timestamp")]
+
+
+@dataclass(frozen=True)
+class AggregatorConfig:
+    """Validated parameters of a :class:`MultiGranularAggregator`.
+
+    Examples
+    --------
+    >>> spec = MultiGranularSpec.from_levels([("1 minute", "1 second")])
+    >>> AggregatorConfig(spec, aggregates=("count", "median"))
+    Traceback (most recent call last):
+    ...
+    ValueError: `aggregates` must be one of 'count', 'sum', 'mean', 'min', 'max', 'variance', 'stddev'; got 'median'
+    """  # noqa: E501
+
+    spec: MultiGranularSpec
+    aggregates: tuple[str, ...] = DEFAULT_AGGREGATES
+    regression: bool = False
+    weights: tuple[float, ...] | None = None
+    report: ReportMode = "periodic"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.aggregates, str) or not isinstance(self.aggregates, tuple):
+            msg = f"`aggregates` must be a tuple of names; got {self.aggregates!r}"
+            raise ValueError(msg)
+        for name in self.aggregates:
+            check_choice("aggregates", name, AGGREGATES)
+        if len(set(self.aggregates)) != len(self.aggregates):
+            msg = f"`aggregates` must not repeat a name; got {self.aggregates!r}"
+            raise ValueError(msg)
+        check_choice("report", self.report, ("periodic", "continuous"))
+        if self.weights is not None:
+            w = self.weights
+            if len(w) != self.spec.n_levels:
+                msg = (f"`weights` must give one weight per level ({self.spec.n_levels}); "
+                       f"got {len(w)}")
+                raise ValueError(msg)
+            for k, x in enumerate(w):
+                if not isinstance(x, (int, float)) or not np.isfinite(x) or x < 0:
+                    msg = f"`weights[{k}]` must be a finite number >= 0; got {x!r}"
+                    raise ValueError(msg)
+
+    @property
+    def effective_spec(self) -> MultiGranularSpec:
+        """The specification the chain runs (continuous: every level at the finest slide)."""
+        return self.spec.continuous() if self.report == "continuous" else self.spec
+
+
+def make_spec(window: str | MultiGranularSpec | None, levels: list | None,
+              origin: int = 0) -> MultiGranularSpec:
+    """A specification from the paper's clause or from ``levels`` (exactly one of them).
+
+    Examples
+    --------
+    >>> make_spec(None, [("1 minute", "1 second")]).levels[0].slide
+    1000000
+    """
+    if isinstance(window, MultiGranularSpec):
+        return window
+    if (window is None) == (levels is None):
+        msg = "give exactly one of `window` (the RANGES ... SLIDES ... clause) and `levels`"
+        raise ValueError(msg)
+    if window is not None:
+        return MultiGranularSpec.parse(window, origin)
+    return MultiGranularSpec.from_levels(levels, origin)
+
+
+class MultiGranularAggregator(StreamOperator):
+    """Aggregates, decayed aggregates and regression per key over every level of a window.
+
+    Input rows: ``key``, ``time`` (int64 µs) and ``value`` (float); or pre-aggregated cells
+    with the :data:`CELL_COLUMNS` (one row per key and finest granule, ``time`` inside it).
+    Output: one row per key, level and report (see the module docstring).
+
+    Parameters
+    ----------
+    window : str or MultiGranularSpec, optional
+        ``"RANGES 1 HOUR, 1 MINUTE SLIDES 5 MINUTES, 1 SECOND"``.
+    levels : list of (range, slide), optional
+        Finest level first, instead of ``window``.
+    origin : int
+        ``t0`` (µs); rows before it belong to no scope and are counted in ``before_origin``.
+    aggregates : tuple of str
+        Among ``count, sum, mean, min, max, variance, stddev``.
+    regression : bool
+        Add ``slope`` (per second) and ``intercept`` (at ``tc``).
+    weights : tuple of float, optional
+        One weight per level: add ``decayed_sum``, ``decayed_count``, ``decayed_mean``.
+    report : {"periodic", "continuous"}
+        When levels report.
+
+    Examples
+    --------
+    The paper's Fig. 4 levels ``<4,1>, <8,2>, <16,4>`` (one time unit = 1 µs here):
+
+    >>> agg = MultiGranularAggregator(levels=[(4, 1), (8, 2), (16, 4)])
+    >>> rows = pd.DataFrame({"key": "a", "time": [1, 2, 3, 9], "value": [1.0, 2.0, 3.0, 4.0]})
+    >>> out = pd.concat([agg.process(rows), agg.finish()])
+    >>> at_8 = out[out.window_end == 9]  # tc = 8: levels 1 and 2 slide, level 0's scope is empty
+    >>> at_8[["level", "window_start", "window_end", "count"]].values.tolist()
+    [[1, 1, 9, 3], [2, 0, 9, 3]]
+    """
+
+    FORMAT_TAG = "MGRAGGR"
+    FORMAT_VERSION = 1
+
+    def __init__(
+        self,
+        window: str | MultiGranularSpec | None = None,
+        levels: list | None = None,
+        origin: int = 0,
+        aggregates: tuple[str, ...] | list[str] = DEFAULT_AGGREGATES,
+        regression: bool = False,
+        weights: tuple[float, ...] | list[float] | None = None,
+        report: ReportMode = "periodic",
+        *,
+        config: AggregatorConfig | None = None,
+    ) -> None:
+        self.config = config or AggregatorConfig(
+            make_spec(window, levels, origin), tuple(aggregates), bool(regression),
+            None if weights is None else tuple(weights), report)
+        self._state = ChainState(self.config.effective_spec, N_FIELDS, self.config.weights)
+        self.before_origin = 0
+
+    @property
+    def spec(self) -> MultiGranularSpec:
+        """The window specification (as given, before continuous reporting)."""
+        return self.config.spec
+
+    @property
+    def output_schema(self) -> list[tuple[str, str]]:
+        """Key, level, range, slide, window bounds, then the configured aggregates."""
+        cols = list(REPORT_COLUMNS)
+        cols += [(a, "int64" if a == "count" else "float64") for a in self.config.aggregates]
+        if self.config.regression:
+            cols += [("slope", "float64"), ("intercept", "float64")]
+        if self.config.weights is not None:
+            cols += [("decayed_sum", "float64"), ("decayed_count", "float64"),
+                     ("decayed_mean", "float64")]
+        return cols
+
+    @property
+    def n_keys(self) -> int:
+        """Number of keys seen so far."""
+        return len(self._state.keys)
+
+    # ------------------------------------------------------------------ stream entry points
+    def process(self, batch: pd.DataFrame) -> pd.DataFrame:
+        """Consume rows (or cells) in time order; return the reports they make final.
+
+        Examples
+        --------
+        >>> agg = MultiGranularAggregator(levels=[(2, 1)])
+        >>> agg.process(pd.DataFrame({"key": "a", "time": [1, 2], "value": [5.0, 7.0]})
+        ...             )[["window_end", "count"]].values.tolist()
+        [[2, 1]]
+        """
+        if not len(batch):
+            return self.empty_output()
+        time = batch[TIME].to_numpy().astype(np.int64, copy=False)
+        keys = batch[KEY] if KEY in batch else np.zeros(len(batch), dtype=np.int64)
+        if len(time) > 1 and np.any(time[1:] < time[:-1]):
+            order = np.argsort(time, kind="stable")
+            batch, time = batch.iloc[order], time[order]
+            keys = keys.iloc[order] if isinstance(keys, pd.Series) else keys[order]
+        st = self._state
+        if st.frontier is not None and time[0] <= st.frontier:
+            msg = (f"`time` went backwards: {int(time[0])} after reports up to {st.frontier} "
+                   f"were final; rows must arrive in time order")
+            raise ValueError(msg)
+        keep = time >= self.spec.origin
+        if not keep.all():
+            self.before_origin += int((~keep).sum())
+            batch, time = batch[keep], time[keep]
+            keys = keys[keep]
+            if not len(time):
+                return self.empty_output()
+        codes, uniques = factorize_keys(keys)
+        slot = st.slots(uniques)[codes]
+        frontier = int(time[-1]) - 1
+        if CELL_COLUMNS[0] in batch:
+            cells = np.column_stack([batch[c].to_numpy(np.float64) for c in CELL_COLUMNS])
+            reports = st.fold_cells(slot, time, cells, frontier)
+        else:
+            value = batch[VALUE].to_numpy(np.float64)
+            reports = st.fold_rows(slot, time, value, frontier)
+        return self._frame(reports)
+
+    def advance(self, watermark: int) -> pd.DataFrame:
+        """Learn that no row at or before ``watermark`` will come: emit the reports due."""
+        if self._state.frontier is not None and watermark <= self._state.frontier:
+            return self.empty_output()
+        return self._frame(self._state.advance(int(watermark)))
+
+    def finish(self) -> pd.DataFrame:
+        """End of input: emit every remaining report."""
+        return self._frame(self._state.advance(END_OF_INPUT))
+
+    def next_deadline(self) -> int | None:
+        """The smallest watermark at which :meth:`advance` emits a report, if any."""
+        return self._state.next_deadline()
+
+    def horizon(self, horizon: int) -> pd.DataFrame:
+        """Continuous state reporting: per key, the aggregates over the horizon ending at the
+        frontier (the latest instant all rows up to which have arrived), rows not yet final
+        excluded.
+
+        The chain is visited bottom-up (queues of level 0 first) and cells are taken while
+        they lie wholly in ``(frontier - horizon, frontier]``; a cell straddling the rear bound
+        is left out, so the horizon is exact when it is a whole number of the covering
+        level's cells (e.g. a level's range at an instant when that level slides).
+
+        Examples
+        --------
+        >>> agg = MultiGranularAggregator(levels=[(2, 1), (4, 2)])
+        >>> _ = agg.process(pd.DataFrame({"key": "a", "time": [1, 2, 3, 4, 5],
+        ...                               "value": [1.0, 2.0, 3.0, 4.0, 5.0]}))
+        >>> agg.horizon(4)[["key", "count", "sum"]].values.tolist()
+        [['a', 4, 10.0]]
+        """
+        st = self._state
+        used = len(st.keys)
+        if st.frontier is None or not used:
+            return self.empty_output()
+        b0, origin = st.spec.finest_slide, st.spec.origin
+        g_front = (st.frontier - origin) // b0
+        rear = st.frontier - horizon  # cells must start after it
+        lay = st.layout
+        cells = empty_cells(used)
+        for s in range(used):
+            for k in range(st.spec.n_levels):
+                for q in range(st.size[s, k]):
+                    pos = lay.off[k] + (st.head[s, k] + q) % lay.cap[k]
+                    end = st.ring_end[s, pos]
+                    start_instant = origin + (end - lay.s[k]) * b0
+                    if start_instant >= rear and end <= g_front:
+                        merge_into(cells[s], st.ring[s, pos], float((end - g_front) * b0))
+        has = np.flatnonzero(cells[:, N] > 0)
+        reports = Reports(np.column_stack([has, np.full(len(has), -1), np.full(len(has),
+                                                                                  g_front)]),
+                          cells[has], np.zeros((len(has), 3)))
+        out = self._frame(reports, horizon=horizon)
+        return out
+
+    # ------------------------------------------------------------------ output
+    def _frame(self, rep: Reports, horizon: int | None = None) -> pd.DataFrame:
+        if not len(rep):
+            return self.empty_output()
+        spec = self._state.spec
+        ranges = np.array([lv.range for lv in spec.levels], dtype=np.int64)
+        slides = np.array([lv.slide for lv in spec.levels], dtype=np.int64)
+        tc = spec.origin + rep.granule * spec.finest_slide
+        if horizon is None:
+            rng, sld = ranges[rep.level], slides[rep.level]
+        else:
+            rng = np.full(len(rep), horizon, dtype=np.int64)
+            sld = np.full(len(rep), spec.finest_slide, dtype=np.int64)
+        c = rep.cells
+        n = c[:, N]
+        cols = {
+            KEY: np.asarray(self._state.keys, dtype=object)[rep.slot],
+            "level": rep.level.astype(np.int64),
+            "range": rng,
+            "slide": sld,
+            "window_start": np.maximum(spec.origin, tc - rng + 1),
+            "window_end": tc + 1,
+        }
+        with np.errstate(divide="ignore", invalid="ignore"):
+            variance = np.where(n > 1, c[:, SVV] / (n - 1), np.nan)
+            values = {
+                "count": n.astype(np.int64), "sum": c[:, SUM], "mean": c[:, SUM] / n,
+                "min": c[:, MIN], "max": c[:, MAX], "variance": variance,
+                "stddev": np.sqrt(variance),
+            }
+            for a in self.config.aggregates:
+                cols[a] = values[a]
+            if self.config.regression:
+                slope_us = np.where(c[:, STT] > 0, c[:, STV] / c[:, STT], np.nan)
+                cols["slope"] = slope_us * 1e6
+                cols["intercept"] = c[:, MV] - slope_us * c[:, MT]
+            if self.config.weights is not None:
+                cols["decayed_sum"] = rep.extras[:, 0]
+                cols["decayed_count"] = rep.extras[:, 1]
+                cols["decayed_mean"] = rep.extras[:, 0] / rep.extras[:, 1]
+        return pd.DataFrame(cols)
+
+    # ------------------------------------------------------------------ serialization
+    def to_bytes(self) -> bytes:
+        """Serialize parameters and state (only the cells the chains hold).
+
+        Examples
+        --------
+        >>> agg = MultiGranularAggregator(levels=[(4, 1), (8, 2)], aggregates=["sum"])
+        >>> _ = agg.process(pd.DataFrame({"key": ["a", "b"], "time": [1, 2],
+        ...                               "value": [1.0, 2.0]}))
+        >>> again = MultiGranularAggregator.from_bytes(agg.to_bytes())
+        >>> again.config == agg.config, again.n_keys
+        (True, 2)
+        """
+        return _pack(self, self.config_meta(), {})
+
+    def config_meta(self) -> dict:
+        """The configuration as JSON-ready values."""
+        cfg = self.config
+        return {
+            "levels": [[lv.range, lv.slide] for lv in cfg.spec.levels],
+            "origin": cfg.spec.origin, "aggregates": list(cfg.aggregates),
+            "regression": cfg.regression,
+            "weights": None if cfg.weights is None else list(cfg.weights),
+            "report": cfg.report,
+        }
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> MultiGranularAggregator:
+        """Rebuild from :meth:`to_bytes` output; corrupt bytes raise StateFormatError.
+
+        Examples
+        --------
+        >>> MultiGranularAggregator.from_bytes(b"junk")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        windowkit.core.serialization.StateFormatError: ...state bytes are too short ...
+        """
+        def build(meta: dict) -> MultiGranularAggregator:
+            spec = MultiGranularSpec.from_levels([tuple(p) for p in meta["levels"]],
+                                                 meta["origin"])
+            weights = meta["weights"]
+            return cls(config=AggregatorConfig(
+                spec, tuple(meta["aggregates"]), bool(meta["regression"]),
+                None if weights is None else tuple(weights), meta["report"]))
+        return _unpack(cls, blob, build)
+
+
+def _pack(op: StreamOperator, meta: dict, arrays: dict) -> bytes:
+    st = op._state
+    meta = dict(meta, frontier=st.frontier, before_origin=op.before_origin)
+    keys = st.keys
+    arrays = dict(arrays, **st.arrays())
+    if keys and isinstance(keys[0], tuple):  # (key, item) pairs
+        meta["key_kind"] = "pairs"
+        arrays["keys"] = np.asarray([k for k, _ in keys], dtype=object)
+        arrays["items"] = np.asarray([i for _, i in keys], dtype=object)
+    else:
+        integer = bool(keys) and all(isinstance(k, (int, np.integer)) for k in keys)
+        meta["key_kind"] = "int" if integer else "object"
+        arrays["keys"] = (np.asarray(keys, dtype=np.int64) if integer
+                          else np.asarray(keys, dtype=object))
+    return pack_state(op.FORMAT_TAG, op.FORMAT_VERSION, meta, arrays)
+
+
+def _unpack(cls: type, blob: bytes, build) -> StreamOperator:
+    meta, arrays = unpack_state(blob, cls.FORMAT_TAG, cls.FORMAT_VERSION)
+    try:
+        op = build(meta)
+        if meta["key_kind"] == "pairs":
+            keys = list(zip(arrays["keys"].tolist(), arrays["items"].tolist(), strict=True))
+        else:
+            keys = arrays["keys"].tolist()
+        frontier = meta["frontier"]
+        op._state.load(keys, arrays, None if frontier is None else int(frontier))
+        op.before_origin = int(meta["before_origin"])
+        return op
+    except StateFormatError as exc:
+        msg = f"{cls.__name__} state: {exc}"
+        raise StateFormatError(msg) from exc
+    except (KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
+        msg = f"{cls.__name__} state is corrupt: {exc!r}"
+        raise StateFormatError(msg) from exc
+
+

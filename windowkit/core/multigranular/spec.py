@@ -1,0 +1,251 @@
+"""The multi-granular window specification: levels of (range, slide), an origin, scopes.
+
+The paper's clause ``RANGES 1 HOUR, 10 MINUTES, 1 MINUTE SLIDES 5 MINUTES, 1 MINUTE, 1 SECOND``
+lists the widest level first; level 0 is the finest (``RANGE 1 MINUTE SLIDE 1 SECOND``). The
+Python form lists levels finest first: ``[("1 minute", "1 second"), ("10 minutes", "1 minute"),
+("1 hour", "5 minutes")]``.
+
+Rules (DESIGN.md, multi-granular erratum): ranges strictly increase with the level, every range
+is a whole multiple of its slide, and slides never decrease. We also require every slide to be a
+whole multiple of the previous level's slide (the paper's optional ``b_k = l_k * b_{k-1}``):
+then every level slides whenever a coarser one does, granules nest, and each level's report can
+be built from the finer level's report at the same instant. Specifications that break it are
+refused with the rule they break.
+
+Time is int64 microseconds; the time domain is the paper's discrete instants, one per
+microsecond. The scope of level ``k`` at instant ``tc`` is the closed interval
+``[max(t0, t_k), tc - (tc - t0) mod b_k]`` with ``t_k = tc - (tc - t0) mod b_k - w_k + 1``,
+exactly as DESIGN.md writes it; as a half-open interval of microseconds that is
+``[max(t0, t_k), tc - (tc - t0) mod b_k + 1)``, which is how reports give their bounds.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+from windowkit.core.durations import to_micros
+
+_CLAUSE = re.compile(r"^\s*\[?\s*RANGES?\s+(?P<ranges>.+?)\s+SLIDES?\s+(?P<slides>.+?)\s*\]?\s*$",
+                     re.IGNORECASE | re.DOTALL)
+#: Upper bound on the finest granules one key's chain may span (memory guard).
+MAX_CELLS_PER_KEY = 1 << 20
+
+
+@dataclass(frozen=True)
+class Level:
+    """One level: its range ``w`` and slide ``b``, in microseconds.
+
+    Examples
+    --------
+    >>> Level(60_000_000, 1_000_000).granules
+    60
+    """
+
+    range: int
+    slide: int
+
+    @property
+    def granules(self) -> int:
+        """``u_k = w_k / b_k``: the number of granules the level's range spans."""
+        return self.range // self.slide
+
+
+def _format_us(us: int) -> str:
+    for unit, size in (("weeks", 604_800_000_000), ("days", 86_400_000_000),
+                       ("hours", 3_600_000_000), ("minutes", 60_000_000),
+                       ("seconds", 1_000_000), ("ms", 1_000)):
+        if us % size == 0:
+            return f"{us // size} {unit}"
+    return f"{us} us"
+
+
+@dataclass(frozen=True)
+class MultiGranularSpec:
+    """Validated levels (finest first) and origin ``t0`` of a multi-granular window.
+
+    Parameters
+    ----------
+    levels : tuple of Level
+        Level 0 first (smallest range).
+    origin : int
+        ``t0`` in microseconds since the epoch (default 0: report instants fall on whole
+        multiples of each slide from the epoch, like Spark's ``window()``). Rows before ``t0``
+        belong to no scope.
+
+    Examples
+    --------
+    >>> spec = MultiGranularSpec.parse(
+    ...     "RANGES 1 HOUR, 10 MINUTES, 1 MINUTE SLIDES 5 MINUTES, 1 MINUTE, 1 SECOND")
+    >>> [(lv.range // 1_000_000, lv.slide // 1_000_000) for lv in spec.levels]
+    [(60, 1), (600, 60), (3600, 300)]
+    >>> spec.scope(2, 3_600_000_000 + 7)  # closed bounds, microseconds
+    (1, 3600000000)
+    """
+
+    levels: tuple[Level, ...]
+    origin: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.levels, tuple) or not self.levels:
+            msg = f"`levels` must be a non-empty tuple of levels; got {self.levels!r}"
+            raise ValueError(msg)
+        if isinstance(self.origin, bool) or not isinstance(self.origin, int):
+            msg = f"`origin` must be an int of microseconds; got {self.origin!r}"
+            raise ValueError(msg)
+        for k, lv in enumerate(self.levels):
+            if lv.range <= 0 or lv.slide <= 0:
+                msg = f"level {k}: range and slide must be positive; got range {lv.range} us, " \
+                      f"slide {lv.slide} us"
+                raise ValueError(msg)
+            if lv.range % lv.slide:
+                msg = (f"level {k}: range {_format_us(lv.range)} must be a whole multiple of its "
+                       f"slide {_format_us(lv.slide)} (w_k = u_k * b_k)")
+                raise ValueError(msg)
+            if k == 0:
+                continue
+            prev = self.levels[k - 1]
+            if lv.range <= prev.range:
+                msg = (f"level {k}: range {_format_us(lv.range)} must be greater than level "
+                       f"{k - 1}'s range {_format_us(prev.range)} (ranges strictly increase)")
+                raise ValueError(msg)
+            if lv.slide < prev.slide:
+                msg = (f"level {k}: slide {_format_us(lv.slide)} must not be smaller than level "
+                       f"{k - 1}'s slide {_format_us(prev.slide)} (slides never decrease)")
+                raise ValueError(msg)
+            if lv.slide % prev.slide:
+                msg = (f"level {k}: slide {_format_us(lv.slide)} must be a whole multiple of "
+                       f"level {k - 1}'s slide {_format_us(prev.slide)} (b_k = l_k * b_(k-1): "
+                       f"granules must nest)")
+                raise ValueError(msg)
+        if self.levels[-1].range // self.levels[0].slide > MAX_CELLS_PER_KEY:
+            msg = (f"level {len(self.levels) - 1}: range {_format_us(self.levels[-1].range)} "
+                   f"spans more than {MAX_CELLS_PER_KEY} of level 0's slides "
+                   f"{_format_us(self.levels[0].slide)}; use a coarser finest slide")
+            raise ValueError(msg)
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_levels(
+        cls,
+        levels: list[tuple[str | int | dt.timedelta, str | int | dt.timedelta]],
+        origin: int | dt.datetime = 0,
+    ) -> MultiGranularSpec:
+        """Build from ``[(range, slide), ...]``, finest level first.
+
+        Examples
+        --------
+        >>> MultiGranularSpec.from_levels([("1 minute", "1 second"), ("1 week", "1 day")]
+        ...                               ).levels[1].range == 7 * 86_400_000_000
+        True
+        >>> MultiGranularSpec.from_levels([("1 minute", "7 seconds")])
+        Traceback (most recent call last):
+        ...
+        ValueError: level 0: range 1 minutes must be a whole multiple of its slide 7 seconds (w_k = u_k * b_k)
+        """  # noqa: E501
+        if isinstance(levels, (str, bytes)) or not levels:
+            msg = f"`levels` must be a non-empty list of (range, slide) pairs; got {levels!r}"
+            raise ValueError(msg)
+        parsed = []
+        for k, pair in enumerate(levels):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                msg = f"`levels[{k}]` must be a (range, slide) pair; got {pair!r}"
+                raise ValueError(msg)
+            parsed.append(Level(to_micros(pair[0], f"levels[{k}] range"),
+                                to_micros(pair[1], f"levels[{k}] slide")))
+        return cls(tuple(parsed), _origin_us(origin))
+
+    @classmethod
+    def parse(cls, clause: str, origin: int | dt.datetime = 0) -> MultiGranularSpec:
+        """Parse the paper's clause ``RANGES r_(n-1), ..., r_0 SLIDES b_(n-1), ..., b_0``.
+
+        Case-insensitive, brackets optional; levels may be listed widest first (the paper's
+        order) or finest first.
+
+        Examples
+        --------
+        >>> MultiGranularSpec.parse("ranges 10 minutes, 1 minute slides 1 minute, 1 second"
+        ...                         ).levels[0]
+        Level(range=60000000, slide=1000000)
+        >>> MultiGranularSpec.parse("RANGES 1 HOUR SLIDES 1 MINUTE, 1 SECOND")
+        Traceback (most recent call last):
+        ...
+        ValueError: `window` lists 1 ranges but 2 slides; each level needs one of each
+        """
+        match = _CLAUSE.match(clause) if isinstance(clause, str) else None
+        if match is None:
+            msg = (f"`window` must read like 'RANGES 1 HOUR, 1 MINUTE SLIDES 5 MINUTES, "
+                   f"1 SECOND'; got {clause!r}")
+            raise ValueError(msg)
+        ranges = [p.strip() for p in match.group("ranges").split(",")]
+        slides = [p.strip() for p in match.group("slides").split(",")]
+        if len(ranges) != len(slides):
+            msg = (f"`window` lists {len(ranges)} ranges but {len(slides)} slides; each level "
+                   f"needs one of each")
+            raise ValueError(msg)
+        values = [to_micros(r, f"window range {r!r}") for r in ranges]
+        pairs = list(zip(ranges, slides, strict=True))
+        if len(values) > 1 and values[0] > values[-1]:
+            pairs.reverse()  # the paper's order: widest first
+        return cls.from_levels(pairs, origin)
+
+    # ------------------------------------------------------------------ derived values
+    @property
+    def n_levels(self) -> int:
+        """Number of levels."""
+        return len(self.levels)
+
+    @property
+    def finest_slide(self) -> int:
+        """``b_0``: the finest granule, in microseconds."""
+        return self.levels[0].slide
+
+    def clause(self) -> str:
+        """The paper's clause for this specification (widest level first).
+
+        Examples
+        --------
+        >>> MultiGranularSpec.from_levels([("1 minute", "1 second"), ("1 hour", "5 minutes")]
+        ...                               ).clause()
+        'RANGES 1 hours, 1 minutes SLIDES 5 minutes, 1 seconds'
+        """
+        ranges = ", ".join(_format_us(lv.range) for lv in reversed(self.levels))
+        slides = ", ".join(_format_us(lv.slide) for lv in reversed(self.levels))
+        return f"RANGES {ranges} SLIDES {slides}"
+
+    def scope(self, level: int, tc: int) -> tuple[int, int]:
+        """Closed bounds ``[max(t0, t_k), tc - (tc - t0) mod b_k]`` of ``level`` at ``tc``.
+
+        Examples
+        --------
+        >>> spec = MultiGranularSpec.from_levels([(4, 1), (8, 2), (16, 4)])
+        >>> spec.scope(1, 11), spec.scope(2, 11)
+        ((3, 10), (0, 8))
+        """
+        lv = self.levels[level]
+        front = tc - (tc - self.origin) % lv.slide
+        return max(self.origin, front - lv.range + 1), front
+
+    def continuous(self) -> MultiGranularSpec:
+        """The same ranges, every level sliding at the finest slide (continuous reporting).
+
+        Examples
+        --------
+        >>> MultiGranularSpec.from_levels([(4, 1), (8, 2)]).continuous().levels[1]
+        Level(range=8, slide=1)
+        """
+        b0 = self.finest_slide
+        return MultiGranularSpec(tuple(Level(lv.range, b0) for lv in self.levels), self.origin)
+
+
+def _origin_us(origin: int | dt.datetime) -> int:
+    if isinstance(origin, dt.datetime):
+        if origin.tzinfo is None:
+            origin = origin.replace(tzinfo=dt.timezone.utc)
+        delta = origin - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+        return delta // dt.timedelta(microseconds=1)
+    if isinstance(origin, bool) or not isinstance(origin, int):
+        msg = f"`origin` must be an int of microseconds or a datetime; got {origin!r}"
+        raise ValueError(msg)
+    return origin

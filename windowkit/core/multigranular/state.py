@@ -1,0 +1,253 @@
+"""Per-key chain state of many keys: slot allocation, batch folding, stepping, bytes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from windowkit.core.multigranular.cells import empty_cells, merge_cells, rows_to_cells
+from windowkit.core.multigranular.chain import NONE, ChainLayout, run_chain
+from windowkit.core.multigranular.spec import MultiGranularSpec
+from windowkit.core.serialization import StateFormatError
+
+#: Frontier granule meaning "the input has ended".
+END_OF_INPUT = 2**62
+
+
+class Reports:
+    """Report rows of one call: key slots, levels, granules, cells and extras."""
+
+    def __init__(self, ints: np.ndarray, floats: np.ndarray, extras: np.ndarray) -> None:
+        self.slot = ints[:, 0]
+        self.level = ints[:, 1]
+        self.granule = ints[:, 2]
+        self.cells = floats
+        self.extras = extras
+
+    def __len__(self) -> int:
+        return len(self.slot)
+
+
+class ChainState:
+    """The stairwise chains of all keys as dense arrays indexed by a key slot.
+
+    Examples
+    --------
+    >>> spec = MultiGranularSpec.from_levels([(2, 1), (4, 2)])
+    >>> st = ChainState(spec, n_fields=1)
+    >>> slots = st.slots(np.array(["a"], dtype=object))[np.zeros(3, dtype=np.int64)]
+    >>> rep = st.fold_rows(slots, np.array([1, 2, 3]), None, frontier=3)
+    >>> list(zip(rep.level.tolist(), rep.granule.tolist(), rep.cells[:, 0].tolist()))
+    [(0, 1, 1.0), (0, 2, 2.0), (1, 2, 2.0), (0, 3, 2.0)]
+    """
+
+    def __init__(self, spec: MultiGranularSpec, n_fields: int,
+                 weights: np.ndarray | None = None) -> None:
+        self.spec = spec
+        self.layout = ChainLayout(spec)
+        self.n_fields = n_fields
+        self.weights = (np.ones(spec.n_levels) if weights is None
+                        else np.asarray(weights, dtype=np.float64))
+        self.keys: list = []
+        self.index: dict = {}
+        self.frontier: int | None = None  # rows at or before this instant have all arrived
+        self._alloc(0)
+
+    # ------------------------------------------------------------------ storage
+    def _alloc(self, capacity: int) -> None:
+        lay, nl = self.layout, self.spec.n_levels
+        self.ring = np.zeros((capacity, lay.total, self.n_fields))
+        self.ring_end = np.zeros((capacity, lay.total), dtype=np.int64)
+        self.head = np.zeros((capacity, nl), dtype=np.int64)
+        self.size = np.zeros((capacity, nl), dtype=np.int64)
+        self.last_g = np.full(capacity, NONE, dtype=np.int64)
+        self.done_g = np.full(capacity, NONE, dtype=np.int64)
+        self.open_g = np.full(capacity, NONE, dtype=np.int64)
+        self.open_cells = empty_cells(capacity, self.n_fields)
+
+    def _grow(self, need: int) -> None:
+        old = {n: getattr(self, n) for n in ("ring", "ring_end", "head", "size", "last_g",
+                                             "done_g", "open_g", "open_cells")}
+        used = len(self.keys)
+        self._alloc(max(need, 2 * len(old["last_g"]), 16))
+        for name, arr in old.items():
+            getattr(self, name)[:used] = arr[:used]
+
+    def slots(self, unique_keys: np.ndarray) -> np.ndarray:
+        """Slots of ``unique_keys`` (new keys get new slots)."""
+        index = self.index
+        new = [k for k in unique_keys.tolist() if k not in index]
+        if new:
+            if len(self.keys) + len(new) > len(self.last_g):
+                self._grow(len(self.keys) + len(new))
+            for k in new:
+                index[k] = len(self.keys)
+                self.keys.append(k)
+        return np.fromiter((index[k] for k in unique_keys.tolist()), np.int64, len(unique_keys))
+
+    # ------------------------------------------------------------------ stepping
+    def granules(self, time: np.ndarray) -> np.ndarray:
+        """Finest granule of each instant: ``ceil((t - t0) / b_0)``."""
+        return -((self.spec.origin - time) // self.spec.finest_slide)
+
+    def _frontier_granule(self) -> int:
+        if self.frontier is None:
+            return NONE + 1
+        if self.frontier >= END_OF_INPUT:
+            return END_OF_INPUT
+        return (self.frontier - self.spec.origin) // self.spec.finest_slide
+
+    def fold_rows(self, slot: np.ndarray, time: np.ndarray, value: np.ndarray | None,
+                  frontier: int) -> Reports:
+        """Fold time-ordered rows in; then every report due by ``frontier`` (µs)."""
+        value = np.zeros(len(time)) if value is None else value
+        c_slot, c_g, cells = rows_to_cells(
+            slot, self.granules(time), time, value, self.spec.origin, self.spec.finest_slide,
+            self.open_g, self.open_cells, NONE, self.n_fields)
+        return self._run(c_slot, c_g, cells, frontier)
+
+    def fold_cells(self, slot: np.ndarray, time: np.ndarray, cells: np.ndarray,
+                   frontier: int) -> Reports:
+        """Fold time-ordered pre-aggregated cells in (one per row, times relative to the
+        granule's end instant); then every report due by ``frontier`` (µs)."""
+        c_slot, c_g, merged = merge_cells(slot, self.granules(time), cells, self.open_g,
+                                          self.open_cells, NONE)
+        return self._run(c_slot, c_g, merged, frontier)
+
+    def advance(self, frontier: int) -> Reports:
+        """Every report due once all rows up to ``frontier`` (µs) have arrived."""
+        empty = np.zeros(0, dtype=np.int64)
+        return self._run(empty, empty, empty_cells(0, self.n_fields), frontier)
+
+    def _run(self, c_slot: np.ndarray, c_g: np.ndarray, cells: np.ndarray,
+             frontier: int) -> Reports:
+        if self.frontier is None or frontier > self.frontier:
+            self.frontier = frontier
+        used = len(self.keys)
+        held = np.flatnonzero(self.open_g[:used] != NONE)
+        if len(held):  # open cells of keys without rows here may be complete now
+            c_slot = np.concatenate([c_slot, held.astype(np.int64)])
+            c_g = np.concatenate([c_g, self.open_g[held]])
+            cells = np.concatenate([cells, self.open_cells[held]])
+            self.open_g[held] = NONE
+        if len(c_slot) > 1 and np.any(c_slot[1:] < c_slot[:-1]):
+            order = np.argsort(c_slot, kind="stable")
+            c_slot, c_g, cells = c_slot[order], c_g[order], cells[order]
+        lay = self.layout
+        out_i, out_f, out_x, m, error = run_chain(
+            c_slot, c_g, np.ascontiguousarray(cells), self._frontier_granule(), self.ring,
+            self.ring_end, self.head, self.size, self.last_g, self.done_g, self.open_g,
+            self.open_cells, lay.n, lay.r, lay.s, lay.off, lay.cap, self.weights,
+            self.spec.finest_slide, True)
+        if error:
+            msg = ("multi-granular chain overflow or time going backwards; this is a bug "
+                   f"(code {error})")
+            raise RuntimeError(msg)
+        return Reports(out_i[:m], out_f[:m], out_x[:m])
+
+    def next_deadline(self) -> int | None:
+        """Smallest watermark (µs) at which :meth:`advance` reports something, if any."""
+        used = len(self.keys)
+        if not used:
+            return None
+        lay = self.layout
+        best = np.where(self.open_g[:used] != NONE, self.open_g[:used], np.iinfo(np.int64).max)
+        live = self.last_g[:used] != NONE
+        done = self.done_g[:used]
+        for k in range(self.spec.n_levels):
+            nm = (done // lay.r[k] + 1) * lay.r[k]
+            due = live & ((self.size[:used, k] > 0) | (nm < self.last_g[:used] + lay.n[k]))
+            best = np.where(due & (nm < best), nm, best)
+        g = int(best.min())
+        if g == np.iinfo(np.int64).max:
+            return None
+        return self.spec.origin + g * self.spec.finest_slide
+
+    # ------------------------------------------------------------------ bytes
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The state as compact arrays: only stored cells, each level's queue in order."""
+        used = len(self.keys)
+        lay = self.layout
+        out: dict[str, Any] = {
+            "last_g": self.last_g[:used], "done_g": self.done_g[:used],
+            "open_g": self.open_g[:used], "open_cells": self.open_cells[:used],
+            "size": self.size[:used],
+        }
+        for k in range(self.spec.n_levels):
+            sizes = self.size[:used, k]
+            rep = np.repeat(np.arange(used), sizes)
+            q = np.arange(len(rep)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+            pos = lay.off[k] + (self.head[rep, k] + q) % lay.cap[k]
+            out[f"cells{k}"] = self.ring[rep, pos]
+            out[f"ends{k}"] = self.ring_end[rep, pos]
+        return out
+
+    def load(self, keys: list, arrays: dict[str, np.ndarray], frontier: int | None) -> None:
+        """Restore what :meth:`arrays` wrote (raises StateFormatError on inconsistency)."""
+        used = len(keys)
+        lay, nl, nf = self.layout, self.spec.n_levels, self.n_fields
+        size = arrays["size"].astype(np.int64)
+        if size.shape != (used, nl) or (size < 0).any() or (size > lay.cap).any():
+            msg = "multi-granular state holds queue sizes that do not fit its levels"
+            raise StateFormatError(msg)
+        self._alloc(used)
+        self.keys = list(keys)
+        self.index = {k: i for i, k in enumerate(self.keys)}
+        if len(self.index) != used:
+            msg = "multi-granular state holds duplicate keys"
+            raise StateFormatError(msg)
+        for name in ("last_g", "done_g", "open_g"):
+            arr = arrays[name].astype(np.int64)
+            if arr.shape != (used,):
+                msg = f"multi-granular state array {name!r} has shape {arr.shape}"
+                raise StateFormatError(msg)
+            getattr(self, name)[:] = arr
+        open_cells = arrays["open_cells"].astype(np.float64)
+        if open_cells.shape != (used, nf):
+            msg = f"multi-granular state array 'open_cells' has shape {open_cells.shape}"
+            raise StateFormatError(msg)
+        self.open_cells[:] = open_cells
+        self.size[:] = size
+        for k in range(nl):
+            cells = arrays[f"cells{k}"].astype(np.float64)
+            ends = arrays[f"ends{k}"].astype(np.int64)
+            total = int(size[:, k].sum())
+            if cells.shape != (total, nf) or ends.shape != (total,):
+                msg = f"multi-granular state level {k} holds {cells.shape} cells, not {total}"
+                raise StateFormatError(msg)
+            rep = np.repeat(np.arange(used), size[:, k])
+            q = np.arange(total) - np.repeat(np.cumsum(size[:, k]) - size[:, k], size[:, k])
+            self.ring[rep, lay.off[k] + q] = cells
+            self.ring_end[rep, lay.off[k] + q] = ends
+        self.frontier = frontier
+
+
+def factorize_keys(key: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Codes and uniques of keys; categorical keys come with their codes already.
+
+    Examples
+    --------
+    >>> codes, uniques = factorize_keys(np.array(["b", "a", "b"], dtype=object))
+    >>> codes.tolist(), uniques.tolist()
+    ([0, 1, 0], ['b', 'a'])
+    """
+    if isinstance(key, pd.Series) and isinstance(key.dtype, pd.CategoricalDtype):
+        key = key.array
+    if isinstance(key, pd.Categorical):
+        categories = np.asarray(key.categories, dtype=object)
+        codes = key.codes.astype(np.int64)
+        if (codes < 0).any():
+            msg = "`key` must not be null"
+            raise ValueError(msg)
+        present = np.bincount(codes, minlength=len(categories)) > 0
+        if present.all():
+            return codes, categories
+        remap = np.cumsum(present) - 1
+        return remap[codes], categories[present]
+    codes, uniques = pd.factorize(np.asarray(key), sort=False)
+    if (codes < 0).any():
+        msg = "`key` must not be null"
+        raise ValueError(msg)
+    return codes.astype(np.int64), np.asarray(uniques, dtype=object)
