@@ -87,70 +87,132 @@ def rows_to_cells(slot, granule, time, value, origin, b0, open_g, open_cells, no
     A key's open cell from earlier batches (``open_g[slot] != none``) is taken over: it
     continues if the key's first row falls in its granule, else it is emitted first. Taken-over
     open cells are reset to ``none``. Returns ``(cell_slot, cell_g, cells)``.
+
+    Rows are summed as *shifted* power sums (values less the cell's first value, times less
+    the cell's end instant, both small next to the spread that matters): no division per row,
+    and the sums become centred moments once per cell, at the end.
     """
     n = slot.shape[0]
-    cap = 16
+    # a first cheap pass counts the cells, so the arrays are allocated once
+    seen = np.full(open_g.shape[0], none, dtype=np.int64)
+    cap = 0
+    for i in range(n):
+        s = slot[i]
+        if seen[s] != granule[i]:
+            if seen[s] == none and open_g[s] != none and open_g[s] != granule[i]:
+                cap += 1
+            seen[s] = granule[i]
+            cap += 1
     c_slot = np.empty(cap, dtype=np.int64)
     c_g = np.empty(cap, dtype=np.int64)
-    cells = np.empty((cap, n_fields), dtype=np.float64)
+    raw = np.empty((cap, 10), dtype=np.float64)  # n, sum, min, max, K, S1, S2, T1, T2, TV
+    prior = np.empty(cap, dtype=np.int64)  # slot whose open cell this cell continues, or -1
+    copied = np.empty(cap, dtype=np.bool_)  # the cell is an open cell emitted as it was
     cur = np.full(open_g.shape[0], -1, dtype=np.int64)
     m = 0
+    # the current cell's sums live in locals while consecutive rows share it (a busy key, or
+    # rows grouped by key): the loop then keeps them in registers
+    held = -1
+    kn = sm = mn = mx = base = s1 = s2 = t1 = t2 = tv = 0.0
     for i in range(n):
         s = slot[i]
         g = granule[i]
-        c = cur[s]
-        if c < 0 or c_g[c] != g:
-            need = 2 if (c < 0 and open_g[s] != none and open_g[s] != g) else 1
-            if m + need > cap:
-                cap = 2 * cap + need
-                c_slot2 = np.empty(cap, dtype=np.int64)
-                c_g2 = np.empty(cap, dtype=np.int64)
-                cells2 = np.empty((cap, n_fields), dtype=np.float64)
-                c_slot2[:m] = c_slot[:m]
-                c_g2[:m] = c_g[:m]
-                cells2[:m] = cells[:m]
-                c_slot, c_g, cells = c_slot2, c_g2, cells2
-            if c < 0 and open_g[s] != none:
-                c_slot[m] = s
-                c_g[m] = open_g[s]
-                cells[m] = open_cells[s]
-                m += 1
-                open_g[s] = none
-                if c_g[m - 1] == g:
-                    cur[s] = m - 1
-                    c = m - 1
+        if held < 0 or c_slot[held] != s or c_g[held] != g:
+            if held >= 0:
+                raw[held, 0] = kn
+                raw[held, 1] = sm
+                raw[held, 2] = mn
+                raw[held, 3] = mx
+                raw[held, 5] = s1
+                raw[held, 6] = s2
+                raw[held, 7] = t1
+                raw[held, 8] = t2
+                raw[held, 9] = tv
+            c = cur[s]
             if c < 0 or c_g[c] != g:
+                continues = -1
+                if c < 0 and open_g[s] != none:
+                    if open_g[s] == g:
+                        continues = s
+                    else:
+                        c_slot[m] = s
+                        c_g[m] = open_g[s]
+                        prior[m] = s
+                        copied[m] = True
+                        m += 1
+                    open_g[s] = none
                 c_slot[m] = s
                 c_g[m] = g
-                cells[m, 0] = 0.0
-                if n_fields > 1:
-                    for f in range(1, n_fields):
-                        cells[m, f] = 0.0
-                    cells[m, MIN] = np.inf
-                    cells[m, MAX] = -np.inf
-                cur[s] = m
+                prior[m] = continues
+                copied[m] = False
+                raw[m, 0] = 0.0
+                raw[m, 1] = 0.0
+                raw[m, 2] = np.inf
+                raw[m, 3] = -np.inf
+                raw[m, 4] = value[i] if n_fields > 1 else 0.0
+                for f in range(5, 10):
+                    raw[m, f] = 0.0
                 c = m
+                cur[s] = m
                 m += 1
-        cell = cells[c]
-        k = cell[N] + 1.0
-        cell[N] = k
+            held = c
+            kn = raw[c, 0]
+            sm = raw[c, 1]
+            mn = raw[c, 2]
+            mx = raw[c, 3]
+            base = raw[c, 4]
+            s1 = raw[c, 5]
+            s2 = raw[c, 6]
+            t1 = raw[c, 7]
+            t2 = raw[c, 8]
+            tv = raw[c, 9]
+        kn += 1.0
         if n_fields == 1:
             continue
         v = value[i]
-        t = float(time[i] - (origin + g * b0))
-        cell[SUM] += v
-        if v < cell[MIN]:
-            cell[MIN] = v
-        if v > cell[MAX]:
-            cell[MAX] = v
-        dv = v - cell[MV]
-        dt = t - cell[MT]
-        cell[MV] += dv / k
-        cell[MT] += dt / k
-        cell[SVV] += dv * (v - cell[MV])
-        cell[STT] += dt * (t - cell[MT])
-        cell[STV] += dt * (v - cell[MV])
-    return c_slot[:m], c_g[:m], cells[:m]
+        dv = v - base
+        dt = float(time[i] - (origin + g * b0))
+        sm += v
+        mn = min(mn, v)
+        mx = max(mx, v)
+        s1 += dv
+        s2 += dv * dv
+        t1 += dt
+        t2 += dt * dt
+        tv += dt * dv
+    if held >= 0:
+        raw[held, 0] = kn
+        raw[held, 1] = sm
+        raw[held, 2] = mn
+        raw[held, 3] = mx
+        raw[held, 5] = s1
+        raw[held, 6] = s2
+        raw[held, 7] = t1
+        raw[held, 8] = t2
+        raw[held, 9] = tv
+    cells = np.empty((m, n_fields), dtype=np.float64)
+    for c in range(m):
+        if copied[c]:
+            cells[c] = open_cells[prior[c]]
+            continue
+        k = raw[c, 0]
+        cells[c, N] = k
+        if n_fields > 1:
+            s1 = raw[c, 5]
+            t1 = raw[c, 7]
+            cells[c, SUM] = raw[c, 1]
+            cells[c, MIN] = raw[c, 2]
+            cells[c, MAX] = raw[c, 3]
+            cells[c, MV] = raw[c, 4] + s1 / k
+            cells[c, SVV] = max(0.0, raw[c, 6] - s1 * s1 / k)
+            cells[c, MT] = t1 / k
+            cells[c, STT] = max(0.0, raw[c, 8] - t1 * t1 / k)
+            cells[c, STV] = raw[c, 9] - t1 * s1 / k
+        if prior[c] >= 0:
+            merged = open_cells[prior[c]].copy()
+            merge_into(merged, cells[c], 0.0)
+            cells[c] = merged
+    return c_slot[:m], c_g[:m], cells
 
 
 @numba.njit(cache=True)

@@ -109,7 +109,8 @@ class RecurringItems(StreamOperator):
                 return self.empty_output()
         keys = batch[KEY] if KEY in batch else pd.Series(np.zeros(len(batch), dtype=np.int64))
         kc, ku = factorize_keys(keys)
-        ic, iu = factorize_keys(batch[ITEM].astype(str))
+        ic, iu = factorize_keys(batch[ITEM])
+        iu = np.asarray([str(x) for x in iu.tolist()], dtype=object)
         pair_codes, pair_uniques = pd.factorize(kc * len(iu) + ic)
         pairs = np.empty(len(pair_uniques), dtype=object)
         pairs[:] = [(ku[p // len(iu)], iu[p % len(iu)]) for p in pair_uniques.tolist()]
