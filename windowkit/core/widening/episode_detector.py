@@ -1,0 +1,343 @@
+"""An exact, compiled matcher of episodes (see :mod:`windowkit.core.widening.episode`).
+
+Matches reported in a window (the brute-force ``windowkit.reference.episodes`` states the same
+definition): an *occurrence* assigns each step a distinct row of the window, every row of a
+group before every row of the next group, each row matching its step under one binding of the
+variables. An occurrence's *interval* runs from its first to its last row. A window reports one
+match per *minimal* interval (one holding an occurrence, no shorter interval inside it holding
+one): the occurrence within it whose row positions, listed in written step order, are
+lexicographically smallest.
+
+Rows are encoded once as int64 hashes (column 0 the call name, 1 the return value, then one
+column per argument the episode reads; 0 for a null value). Values compare as text: pandas'
+fixed-key SipHash of the UTF-8 string (the same in every process), so two distinct values that
+collide in 64 bits would compare equal, with probability about 2**-64 per pair.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+import pandas as pd
+
+from windowkit.core.widening.detector import Detector, Match
+from windowkit.core.widening.episode import REMOTE_SHELL, Episode, parse_episode
+
+CALL = "call"
+RET = "ret"
+_KIND = {"const": 0, "var": 1, "any": 2}
+
+
+def hash_values(values: pd.Series | np.ndarray | list) -> np.ndarray:
+    """Hash values as text to nonzero int64; null values become 0.
+
+    Integers hash as their decimal text; floats with integral values as integers (so that a
+    column read as float still matches ``fd=3``). A categorical column hashes its categories
+    only.
+
+    Examples
+    --------
+    >>> h = hash_values(pd.Series(["3", None, 3]))
+    >>> bool(h[0] == h[2]), int(h[1])
+    (True, 0)
+    >>> bool(hash_values(pd.Series([3.0]))[0] == h[0])
+    True
+    """
+    series = values if isinstance(values, pd.Series) else pd.Series(values)
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        cats = series.cat.categories
+        cat_hash = hash_values(pd.Series(np.asarray(cats, dtype=object)))
+        codes = series.cat.codes.to_numpy()
+        out = np.where(codes >= 0, cat_hash[np.maximum(codes, 0)] if len(cats) else 0, 0)
+        return out.astype(np.int64)
+    missing = series.isna().to_numpy()
+    if series.dtype.kind == "f":
+        whole = series.where(missing | (series % 1 != 0), series.fillna(0).astype(np.int64))
+        text = whole.astype(object).where(~missing, "").map(_as_text)
+    elif series.dtype.kind in "iub":
+        text = series.astype(str)
+    else:
+        text = series.astype(object).where(~missing, "").map(_as_text)
+    hashed = pd.util.hash_array(text.to_numpy(dtype=object), categorize=True).view(np.int64)
+    hashed = np.where(hashed == 0, 1, hashed)
+    hashed[missing] = 0
+    return hashed
+
+
+def _as_text(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return v if isinstance(v, str) else str(v)
+
+
+class EpisodeDetector(Detector):
+    """Detector of one episode, exact, compiled with numba.
+
+    Parameters
+    ----------
+    episode : str or Episode
+        The episode in the text form of :mod:`windowkit.core.widening.episode`, or
+        ``"remote-shell"`` for the paper's case study.
+
+    Examples
+    --------
+    >>> d = EpisodeDetector("remote-shell")
+    >>> rows = pd.DataFrame({"call": ["accept", "read", "dup", "dup", "dup", "execve"],
+    ...                      "fd": ["5", "3", "6", "6", "6", None],
+    ...                      "exe": [None, None, None, None, None, "sh"],
+    ...                      "ret": ["6", "10", "2", "1", "0", None]})
+    >>> d.detect(d.encode(rows))
+    [(0, 4, 3, 2, 5)]
+    """
+
+    def __init__(self, episode: str | Episode = REMOTE_SHELL) -> None:
+        if isinstance(episode, str) and episode.strip() == "remote-shell":
+            episode = REMOTE_SHELL
+        self.episode = episode if isinstance(episode, Episode) else parse_episode(episode)
+        self.text = str(self.episode)
+        self._compile()
+
+    @property
+    def columns(self) -> tuple[str, ...]:  # type: ignore[override]
+        """Input columns: ``call``, ``ret`` and the arguments the episode reads."""
+        return (CALL, RET, *self.episode.arg_names)
+
+    def _compile(self) -> None:
+        ep = self.episode
+        col_of = {RET: 1, **{name: 2 + i for i, name in enumerate(ep.arg_names)}}
+        var_of = {name: i for i, name in enumerate(ep.variables)}
+        steps = ep.steps
+        group = []
+        ptr, cols, kinds, vals = [0], [], [], []
+        for g, grp in enumerate(ep.groups):
+            group += [g] * len(grp)
+        for step in steps:
+            terms = [(0, ("const", step.call))]
+            terms += [(col_of[n], (t.kind, t.value)) for n, t in step.args]
+            if step.ret is not None:
+                terms.append((1, (step.ret.kind, step.ret.value)))
+            for col, (kind, value) in terms:
+                cols.append(col)
+                kinds.append(_KIND[kind])
+                if kind == "const":
+                    vals.append(int(hash_values(pd.Series([value], dtype=object))[0]))
+                elif kind == "var":
+                    vals.append(var_of[value])
+                else:
+                    vals.append(0)
+            ptr.append(len(cols))
+        if len(steps) > 62:
+            msg = f"an episode may have at most 62 steps; got {len(steps)}"
+            raise ValueError(msg)
+        self._group = np.asarray(group, dtype=np.int64)
+        self._ptr = np.asarray(ptr, dtype=np.int64)
+        self._cols = np.asarray(cols, dtype=np.int64)
+        self._kinds = np.asarray(kinds, dtype=np.int64)
+        self._vals = np.asarray(vals, dtype=np.int64)
+        self._n_vars = len(ep.variables)
+
+    def encode(self, rows: pd.DataFrame) -> np.ndarray:
+        """Hash the call, return and argument columns (a missing argument column is null).
+
+        Examples
+        --------
+        >>> EpisodeDetector("execve exe=$z").encode(pd.DataFrame({"call": ["execve"]})).shape
+        (1, 3)
+        """
+        if CALL not in rows:
+            msg = (f"the episode detector needs a {CALL!r} column; the rows have "
+                   f"{list(rows.columns)}")
+            raise ValueError(msg)
+        out = np.zeros((len(rows), len(self.columns)), dtype=np.int64)
+        for j, name in enumerate(self.columns):
+            if name in rows:
+                out[:, j] = hash_values(rows[name])
+        return out
+
+    def detect(self, window: np.ndarray) -> list[Match]:
+        """Matches in one window of encoded rows (positions in written step order)."""
+        window = np.ascontiguousarray(window, dtype=np.int64)
+        _, matches = self.detect_windows(window, np.array([0]), np.array([len(window)]))
+        return matches
+
+    def detect_windows(
+        self, rows: np.ndarray, starts: np.ndarray, stops: np.ndarray
+    ) -> tuple[np.ndarray, list[Match]]:
+        """Matches in many windows ``rows[starts[i]:stops[i]]``, in one compiled call.
+
+        Examples
+        --------
+        >>> d = EpisodeDetector("a\\nb")
+        >>> rows = d.encode(pd.DataFrame({"call": ["a", "b", "a", "b"]}))
+        >>> idx, m = d.detect_windows(rows, np.array([0, 1]), np.array([4, 4]))
+        >>> idx.tolist(), m
+        ([0, 0, 1], [(0, 1), (2, 3), (1, 2)])
+        """
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        if rows.ndim != 2 or rows.shape[1] != len(self.columns):
+            msg = (f"encoded rows must have {len(self.columns)} columns "
+                   f"{list(self.columns)}; got shape {rows.shape}")
+            raise ValueError(msg)
+        masks = _step_masks(rows, self._ptr, self._cols, self._kinds, self._vals)
+        win, pos = _match_windows(rows, masks, np.asarray(starts, dtype=np.int64),
+                                  np.asarray(stops, dtype=np.int64), self._group, self._ptr,
+                                  self._cols, self._kinds, self._vals, self._n_vars)
+        return win, [tuple(r) for r in pos.tolist()]
+
+    def to_spec(self) -> dict[str, Any]:
+        """The episode's text."""
+        return {"episode": self.text}
+
+    def __repr__(self) -> str:
+        return f"EpisodeDetector({self.text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, EpisodeDetector) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
+@numba.njit(cache=True)
+def _step_masks(rows, ptr, cols, kinds, vals):  # pragma: no cover - compiled
+    """Bit s of a row's mask: the row meets step s's literals and presence (not variables)."""
+    n = rows.shape[0]
+    n_steps = len(ptr) - 1
+    out = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        m = np.int64(0)
+        for s in range(n_steps):
+            ok = True
+            for c in range(ptr[s], ptr[s + 1]):
+                v = rows[i, cols[c]]
+                if v == 0 or (kinds[c] == 0 and v != vals[c]):
+                    ok = False
+                    break
+            if ok:
+                m |= np.int64(1) << s
+        out[i] = m
+    return out
+
+
+@numba.njit(cache=True)
+def _search(rows, masks, cand, lo, hi, group, ptr, cols, kinds, vals, n_vars,
+            choice):  # pragma: no cover - compiled
+    """Is there an occurrence on candidates ``cand[lo..hi]``? The lexicographically smallest
+    one (in written step order) is left in ``choice`` (indices into ``cand``)."""
+    n_steps = len(group)
+    bound_by = np.full(max(n_vars, 1), -1, dtype=np.int64)
+    value = np.zeros(max(n_vars, 1), dtype=np.int64)
+    s = 0
+    choice[0] = lo - 1
+    while s >= 0:
+        for v in range(n_vars):  # undo what this step bound with its previous choice
+            if bound_by[v] == s:
+                bound_by[v] = -1
+        floor = lo
+        if group[s] > 0:  # after every row of the previous group
+            for t in range(s):
+                if group[t] == group[s] - 1 and choice[t] + 1 > floor:
+                    floor = choice[t] + 1
+        c = max(choice[s] + 1, floor)
+        found = False
+        while c <= hi:
+            row = cand[c]
+            if (masks[row] >> s) & 1:
+                used = False
+                for t in range(s):
+                    if group[t] == group[s] and choice[t] == c:
+                        used = True
+                        break
+                if not used:
+                    ok = True
+                    for k in range(ptr[s], ptr[s + 1]):
+                        if kinds[k] != 1:
+                            continue
+                        v = vals[k]
+                        x = rows[row, cols[k]]
+                        if bound_by[v] >= 0:
+                            if value[v] != x:
+                                ok = False
+                                break
+                        else:
+                            bound_by[v] = s
+                            value[v] = x
+                    if ok:
+                        found = True
+                        break
+                    for v in range(n_vars):
+                        if bound_by[v] == s:
+                            bound_by[v] = -1
+            c += 1
+        if found:
+            choice[s] = c
+            if s == n_steps - 1:
+                return True
+            s += 1
+            choice[s] = lo - 1
+        else:
+            s -= 1
+    return False
+
+
+@numba.njit(cache=True)
+def _match_windows(rows, masks, starts, stops, group, ptr, cols, kinds, vals,
+                   n_vars):  # pragma: no cover - compiled
+    n_steps = len(group)
+    full = (np.int64(1) << n_steps) - 1
+    cap = 16
+    out_win = np.empty(cap, dtype=np.int64)
+    out_pos = np.empty((cap, n_steps), dtype=np.int64)
+    n_out = 0
+    choice = np.empty(n_steps, dtype=np.int64)
+    cand = np.empty(0, dtype=np.int64)
+    for w in range(len(starts)):
+        a, b = starts[w], stops[w]
+        seen = np.int64(0)
+        m = 0
+        for i in range(a, b):
+            if masks[i] != 0:
+                seen |= masks[i]
+                m += 1
+        if seen != full:  # some step has no row: nothing to search
+            continue
+        if len(cand) < m:
+            cand = np.empty(2 * m, dtype=np.int64)
+        m = 0
+        for i in range(a, b):
+            if masks[i] != 0:
+                cand[m] = i
+                m += 1
+        # earliest end E(s) of an occurrence within cand[s..]: non-decreasing in s
+        ends = np.full(m, -1, dtype=np.int64)
+        e = 0
+        for s in range(m):
+            if e < s:
+                e = s
+            while e < m and not _search(rows, masks, cand, s, e, group, ptr, cols, kinds,
+                                        vals, n_vars, choice):
+                e += 1
+            if e == m:
+                break
+            ends[s] = e
+        for s in range(m):
+            if ends[s] < 0:
+                break
+            if s + 1 < m and ends[s + 1] == ends[s]:
+                continue  # a shorter interval [s+1, E(s)] holds an occurrence: not minimal
+            _search(rows, masks, cand, s, ends[s], group, ptr, cols, kinds, vals, n_vars,
+                    choice)
+            if n_out == cap:
+                cap *= 2
+                new_win = np.empty(cap, dtype=np.int64)
+                new_pos = np.empty((cap, n_steps), dtype=np.int64)
+                new_win[:n_out] = out_win[:n_out]
+                new_pos[:n_out] = out_pos[:n_out]
+                out_win, out_pos = new_win, new_pos
+            out_win[n_out] = w
+            for t in range(n_steps):
+                out_pos[n_out, t] = cand[choice[t]] - a
+            n_out += 1
+    return out_win[:n_out], out_pos[:n_out]

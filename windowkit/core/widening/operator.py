@@ -1,0 +1,659 @@
+"""``WindowWidening``: progressive window widening (PWW) as a :class:`StreamOperator`.
+
+Semantics (the paper, with the PWW erratum of DESIGN.md; the brute-force oracle
+``windowkit.reference.widening`` is written from the same text):
+
+* Per key, level ``k`` cuts the key's rows into batches ``[b d_k, (b+1) d_k)``, ``d_k = d0 2**k``,
+  and a level-k window is two consecutive batches ``[b d_k, (b+2) d_k)`` (half overlap: Lemma 1).
+* A level-(k+1) batch is two level-k batches; above ``2 L`` rows only its first and last ``L``
+  rows are kept (Algorithm 2). Equivalently, a level-k batch (k >= 1) holds the first and the last
+  ``L`` of the key's rows in its interval. Level-0 batches are whole; with ``base_chunks`` a
+  level-0 window over ``4 L`` rows is given to the detector in pieces of ``4 L`` rows every
+  ``2 L`` rows. So no window given to the detector exceeds ``4 L`` rows, and every run of at most
+  ``L`` consecutive rows of a key lasting at most ``d_K`` lies wholly in one (Theorem 1).
+* The detector runs on each window holding at least one row as soon as the window is closed:
+  when a row at or after its end has been processed, or the watermark reached ``end - 1``, or
+  at :meth:`~WindowWidening.finish`. With ``report="first"`` a window whose rows are exactly
+  those of a lower-level window already run (no truncation, rows within one lower window) is not
+  run again: it would find the same matches.
+* A key's rows with equal times are ordered by their encoded content (the detector's int64
+  columns, compared in order), so arrival order never matters; a row's identity is
+  ``(key, time, ordinal)``, the ordinal counting the key's rows with the same time before it in
+  that order. (Rows at the latest time seen wait until a later time or the watermark passes
+  it, since more rows at that time may come.) A match's identity is its rows' identities in
+  the detector's order. With ``report="first"`` a match is reported once, by the first window
+  that finds it in the order (window end, level, window start, piece); ``"all"`` reports it in
+  every window.
+* Output, one row per detection: ``key``, ``level``, ``window_start``, ``window_end``,
+  ``detected_at`` (= ``window_end``, the event time at which the window closed), ``first_time``,
+  ``last_time``, ``span`` (``last_time - first_time``, µs), ``times`` and ``ordinals`` (the
+  matched rows' times and ordinals, comma-separated, in the detector's order).
+
+Since which windows exist and what they hold depends on the rows alone, the detections do not
+depend on how the stream is cut into batches.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from windowkit.core.operator import KEY, TIME, StreamOperator
+from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
+from windowkit.core.widening.config import ReportMode, WideningConfig
+from windowkit.core.widening.detector import Detector, detector_path, resolve_detector
+from windowkit.core.widening.levels import group_table, stable_by_slot, truncate_groups
+
+OUTPUT_SCHEMA = [
+    (KEY, "string"),
+    ("level", "int64"),
+    ("window_start", "timestamp"),
+    ("window_end", "timestamp"),
+    ("detected_at", "timestamp"),
+    ("first_time", "timestamp"),
+    ("last_time", "timestamp"),
+    ("span", "int64"),
+    ("times", "string"),
+    ("ordinals", "string"),
+]
+
+_NONE = np.iinfo(np.int64).min
+_END_OF_INPUT = 2**62  # beyond every window end of times within +-2**61 µs
+
+
+class WindowWidening(StreamOperator):
+    """Progressive window widening over many keys: a detector run on windows of doubling size.
+
+    Parameters
+    ----------
+    detector : Detector
+        Run on every window (see :mod:`windowkit.core.widening.detector`).
+    base : str, int or timedelta
+        Base batch duration ``d0`` (``"1 second"``; an int means µs).
+    max_length : int
+        ``L``: the most rows of a key a pattern spans.
+    max_duration : str, int or timedelta, optional
+        ``T``: the longest pattern duration to cover; sets the number of levels.
+    levels : int, optional
+        The number of levels instead of ``max_duration``.
+    report : {"first", "all"}
+        Report each match once, at its first detection (default), or in every window.
+    base_chunks : bool
+        Split level-0 windows above ``4 L`` rows into pieces (see the module docstring).
+    config : WideningConfig, optional
+        Validated parameters instead of the above.
+
+    Examples
+    --------
+    The paper's remote shell, in one process (key), its steps spread over 20 seconds:
+
+    >>> from windowkit.core.widening.episode_detector import EpisodeDetector
+    >>> rows = pd.DataFrame({
+    ...     "key": ["p1"] * 6,
+    ...     "time": np.array([0, 3, 7, 12, 13, 20]) * 1_000_000,
+    ...     "call": ["accept", "read", "dup", "dup", "dup", "execve"],
+    ...     "fd": ["3", "0", "4", "4", "4", None], "exe": [None] * 5 + ["/bin/sh"],
+    ...     "ret": ["4", "1", "1", "0", "2", "0"]})
+    >>> pww = WindowWidening(EpisodeDetector("remote-shell"), base="4 seconds", max_length=8,
+    ...                      max_duration="1 minute")
+    >>> out = pd.concat([pww.process(rows), pww.finish()])
+    >>> out[["key", "level", "window_start", "window_end", "span"]].values.tolist()
+    [['p1', 2, 0, 32000000, 20000000]]
+    >>> out["times"].tolist()
+    ['0,12000000,7000000,13000000,20000000']
+    """
+
+    FORMAT_TAG = "PWWIDEN"
+    FORMAT_VERSION = 1
+
+    def __init__(
+        self,
+        detector: Detector,
+        base: str | int | dt.timedelta = "1 second",
+        max_length: int = 32,
+        max_duration: str | int | dt.timedelta | None = None,
+        levels: int | None = None,
+        report: ReportMode = "first",
+        base_chunks: bool = True,
+        *,
+        config: WideningConfig | None = None,
+    ) -> None:
+        if not isinstance(detector, Detector):
+            msg = f"`detector` must be a windowkit widening Detector; got {type(detector).__name__}"
+            raise ValueError(msg)
+        self.config = config or WideningConfig.create(base, max_length, max_duration, levels,
+                                                      report, base_chunks)
+        self.detector = detector
+        self._keys: list = []
+        self._index: dict = {}
+        self._next_seq = np.zeros(0, dtype=np.int64)
+        self._last_time = np.zeros(0, dtype=np.int64)
+        self._ties = np.zeros(0, dtype=np.int64)
+        width = detector.width
+        self._store = {
+            "slot": np.zeros(0, dtype=np.int64), "seq": np.zeros(0, dtype=np.int64),
+            "time": np.zeros(0, dtype=np.int64), "ord": np.zeros(0, dtype=np.int64),
+            "feat": np.zeros((0, width), dtype=np.int64),
+        }
+        levels_n = self.config.levels
+        empty_refs = np.zeros(0, dtype=np.int64)
+        empty_flags = np.zeros(0, dtype=bool)
+        self._pending = [(empty_refs, empty_flags) for _ in range(levels_n)]
+        self._held = [(empty_refs, empty_flags) for _ in range(levels_n)]
+        self._bound = _NONE  # rows with time < bound are all in
+        self._ties_held = (np.zeros(0, np.int64), np.zeros(0, np.int64),
+                           np.zeros((0, width), np.int64))
+        self._seen: dict[tuple, int] = {}
+        self.records_given = np.zeros(levels_n, dtype=np.int64)
+        self.windows_run = np.zeros(levels_n, dtype=np.int64)
+        self.windows_skipped = 0
+        self.max_window_rows = 0
+        self.peak_rows_held = 0
+
+    # ------------------------------------------------------------------ contract
+    @property
+    def output_schema(self) -> list[tuple[str, str]]:
+        """Output columns (see the module docstring)."""
+        return OUTPUT_SCHEMA
+
+    @property
+    def rows_held(self) -> int:
+        """Rows the operator holds now (its memory, in rows)."""
+        return len(self._store["time"]) + len(self._ties_held[1])
+
+    def process(self, batch: pd.DataFrame) -> pd.DataFrame:
+        """Consume rows sorted by ``time`` (with ``key`` and the detector's columns).
+
+        A row may not be earlier than a row of an earlier batch (that would reopen windows
+        already given to the detector); windows that end at or before the batch's last time
+        are run at once.
+
+        Examples
+        --------
+        >>> from windowkit.core.widening.episode_detector import EpisodeDetector
+        >>> pww = WindowWidening(EpisodeDetector("a\\nb"), base=10, max_length=4, levels=2)
+        >>> pww.process(pd.DataFrame({"key": ["k", "k"], "time": [1, 5],
+        ...                           "call": ["a", "b"]})).empty
+        True
+        >>> pww.process(pd.DataFrame({"key": ["k"], "time": [20], "call": ["c"]}))[
+        ...     ["level", "window_start", "window_end", "times"]].values.tolist()
+        [[0, -10, 10, '1,5']]
+        """
+        if not len(batch):
+            return self.empty_output()
+        time = batch[TIME].to_numpy(dtype=np.int64)
+        if np.any(time[1:] < time[:-1]):
+            msg = "`time` must be sorted within a batch (rows of a batch in event-time order)"
+            raise ValueError(msg)
+        if self._bound != _NONE and time[0] < self._bound:
+            msg = (f"`time` went backwards: a row at {int(time[0])} after the stream reached "
+                   f"{int(self._bound)}; rows must arrive in event-time order")
+            raise ValueError(msg)
+        keys = batch[KEY] if KEY in batch else pd.Series(np.zeros(len(batch), dtype=np.int64))
+        slot = self._slots(keys)
+        feat = np.asarray(self.detector.encode(batch), dtype=np.int64)
+        if feat.shape != (len(batch), self.detector.width):
+            msg = (f"the detector encoded {len(batch)} rows as shape {feat.shape}; expected "
+                   f"({len(batch)}, {self.detector.width})")
+            raise ValueError(msg)
+        tb_slot, tb_time, tb_feat = self._ties_held
+        slot = np.concatenate([tb_slot, slot])
+        time = np.concatenate([tb_time, time])
+        feat = np.concatenate([tb_feat, feat])
+        top = int(time.max())
+        # rows at the latest time wait: more rows at that time may come, and rows of a key at
+        # one time are ordered by content once all are in (arrival order must not matter)
+        ready = time < top
+        self._ties_held = (slot[~ready], time[~ready], feat[~ready])
+        if ready.any():
+            self._admit(slot[ready], time[ready], feat[ready])
+        return self._close(top)
+
+    def _admit(self, slot: np.ndarray, time: np.ndarray, feat: np.ndarray) -> None:
+        """Order rows by (slot, time, content), number them and store them."""
+        order = stable_by_slot(slot)
+        slot, time, feat = slot[order], time[order], feat[order]
+        tie = (slot[1:] == slot[:-1]) & (time[1:] == time[:-1])
+        if tie.any():
+            keys = [feat[:, j] for j in range(feat.shape[1] - 1, -1, -1)]
+            order = np.lexsort((*keys, time, slot))
+            slot, time, feat = slot[order], time[order], feat[order]
+        seq, ordinal = self._sequence(slot, time)
+        self._append(slot, seq, time, ordinal, feat)
+
+    def _flush_ties(self, watermark: int | None) -> None:
+        tb_slot, tb_time, tb_feat = self._ties_held
+        if len(tb_time) and (watermark is None or int(tb_time[0]) <= watermark):
+            self._admit(tb_slot, tb_time, tb_feat)
+            self._ties_held = (tb_slot[:0], tb_time[:0], tb_feat[:0])
+
+    def advance(self, watermark: int) -> pd.DataFrame:
+        """Learn that no row with ``time <= watermark`` will come: run the windows it closes.
+
+        Examples
+        --------
+        >>> from windowkit.core.widening.episode_detector import EpisodeDetector
+        >>> pww = WindowWidening(EpisodeDetector("a\\nb"), base=10, max_length=4, levels=1)
+        >>> _ = pww.process(pd.DataFrame({"key": ["k", "k"], "time": [1, 5],
+        ...                               "call": ["a", "b"]}))
+        >>> pww.next_deadline(), pww.advance(8).empty, len(pww.advance(9))
+        (9, True, 1)
+        """
+        self._flush_ties(int(watermark))
+        return self._close(int(watermark) + 1)
+
+    def finish(self) -> pd.DataFrame:
+        """End of input: run every remaining window."""
+        self._flush_ties(None)
+        return self._close(_END_OF_INPUT)
+
+    def next_deadline(self) -> int | None:
+        """The smallest watermark that closes a window holding rows, if any.
+
+        Examples
+        --------
+        >>> from windowkit.core.widening.episode_detector import EpisodeDetector
+        >>> pww = WindowWidening(EpisodeDetector("a"), base=10, max_length=4, levels=2)
+        >>> pww.next_deadline() is None
+        True
+        >>> _ = pww.process(pd.DataFrame({"key": ["k"], "time": [25], "call": ["b"]}))
+        >>> pww.next_deadline()
+        29
+        """
+        tb_time = self._ties_held[1]
+        best = (int(tb_time[0]) // self.config.base + 1) * self.config.base if len(
+            tb_time) else None
+        times = self._store["time"]
+        for k in range(self.config.levels):
+            d = self.config.level_duration(k)
+            for refs, shift in ((self._pending[k][0], 1), (self._held[k][0], 2)):
+                if len(refs):
+                    end = (int(np.floor_divide(times[refs].min(), d)) + shift) * d
+                    best = end if best is None else min(best, end)
+        return None if best is None else best - 1
+
+    # ------------------------------------------------------------------ rows in
+    def _slots(self, keys: pd.Series) -> np.ndarray:
+        if isinstance(keys.dtype, pd.CategoricalDtype):
+            codes = keys.cat.codes.to_numpy()
+            uniques = np.asarray(keys.cat.categories, dtype=object)
+        else:
+            codes, uniques = pd.factorize(keys.to_numpy(), sort=False)
+            uniques = np.asarray(uniques, dtype=object)
+        if (codes < 0).any():
+            msg = "`key` must not be null"
+            raise ValueError(msg)
+        used = np.unique(codes)
+        new = [u for u in uniques[used].tolist() if u not in self._index]
+        if new:
+            for k in new:
+                self._index[k] = len(self._keys)
+                self._keys.append(k)
+            grow = len(new)
+            self._next_seq = np.concatenate([self._next_seq, np.zeros(grow, np.int64)])
+            self._last_time = np.concatenate([self._last_time, np.full(grow, _NONE, np.int64)])
+            self._ties = np.concatenate([self._ties, np.zeros(grow, np.int64)])
+        lookup = np.full(len(uniques), -1, dtype=np.int64)
+        lookup[used] = [self._index[k] for k in uniques[used].tolist()]
+        return lookup[codes]
+
+    def _sequence(self, slot: np.ndarray, time: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per-key arrival sequence numbers and ordinals among equal times (rows sorted by
+        slot, then time)."""
+        n = len(slot)
+        first = np.ones(n, dtype=bool)
+        first[1:] = slot[1:] != slot[:-1]
+        starts = np.flatnonzero(first)
+        run = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
+        seq = np.arange(n) - starts[run] + self._next_seq[slot]
+        new_time = np.ones(n, dtype=bool)
+        new_time[1:] = first[1:] | (time[1:] != time[:-1])
+        t_starts = np.flatnonzero(new_time)
+        t_run = np.repeat(np.arange(len(t_starts)), np.diff(np.append(t_starts, n)))
+        ordinal = np.arange(n) - t_starts[t_run]
+        carries = time == self._last_time[slot]  # ties with the key's rows of earlier batches
+        ordinal = ordinal + np.where(carries, self._ties[slot], 0)
+        last = np.append(starts[1:], n) - 1
+        ls = slot[last]
+        self._next_seq[ls] = seq[last] + 1
+        self._ties[ls] = ordinal[last] + 1
+        self._last_time[ls] = time[last]
+        return seq, ordinal
+
+    def _append(self, slot, seq, time, ordinal, feat) -> None:
+        st = self._store
+        base = len(st["time"])
+        for name, arr in (("slot", slot), ("seq", seq), ("time", time), ("ord", ordinal)):
+            st[name] = np.concatenate([st[name], arr])
+        st["feat"] = np.concatenate([st["feat"], feat])
+        refs = np.arange(base, base + len(time), dtype=np.int64)
+        old_refs, old_part = self._pending[0]
+        merged = np.concatenate([old_refs, refs])
+        order = stable_by_slot(st["slot"][merged])
+        self._pending[0] = (merged[order], np.zeros(len(merged), dtype=bool))
+        self.peak_rows_held = max(self.peak_rows_held, self.rows_held)
+
+    # ------------------------------------------------------------------ windows
+    def _close(self, bound: int) -> pd.DataFrame:
+        if bound <= self._bound:
+            return self.empty_output()
+        self._bound = bound
+        found = []
+        carry = None
+        for k in range(self.config.levels):
+            if carry is not None and len(carry[0]):
+                refs = np.concatenate([self._pending[k][0], carry[0]])
+                flags = np.concatenate([self._pending[k][1], carry[1]])
+                order = stable_by_slot(self._store["slot"][refs])
+                self._pending[k] = (refs[order], flags[order])
+            carry = self._close_level(k, bound, found)
+        out = self._report(found)
+        self._compact()
+        self._prune_seen(bound)
+        return out
+
+    def _close_level(self, k: int, bound: int, found: list) -> tuple[np.ndarray, np.ndarray]:
+        """Close level k's batches ending by ``bound``; run its closed windows (appending to
+        ``found``); return the closed batches, the next level's input."""
+        cfg, st = self.config, self._store
+        d = cfg.level_duration(k)
+        p_refs, p_part = self._pending[k]
+        h_refs, h_part = self._held[k]
+        if not len(p_refs) and not len(h_refs):
+            return p_refs, p_part
+        batch = np.floor_divide(st["time"][p_refs], d)
+        closing = (batch + 1) * d <= bound
+        c_refs, c_part = p_refs[closing], p_part[closing]
+        self._pending[k] = (p_refs[~closing], p_part[~closing])
+        if k >= 1 and len(c_refs):
+            keep, c_part = truncate_groups(st["slot"][c_refs], batch[closing], c_part,
+                                           cfg.max_length)
+            c_refs, c_part = c_refs[keep], c_part[keep]
+        refs = np.concatenate([h_refs, c_refs])
+        part = np.concatenate([h_part, c_part])
+        old = np.concatenate([np.ones(len(h_refs), bool), np.zeros(len(c_refs), bool)])
+        order = stable_by_slot(st["slot"][refs])
+        refs, part, old = refs[order], part[order], old[order]
+        slot = st["slot"][refs]
+        groups = group_table(slot, np.floor_divide(st["time"][refs], d))
+        g_old = old[groups.lo]
+        n_g = len(groups.lo)
+        same_next = np.zeros(n_g, dtype=bool)
+        same_next[:-1] = (groups.slot[1:] == groups.slot[:-1]) & (
+            groups.batch[1:] == groups.batch[:-1] + 1)
+        same_prev = np.zeros(n_g, dtype=bool)
+        same_prev[1:] = same_next[:-1]
+        trailing_due = (groups.batch + 2) * d <= bound
+        # windows (b, b+1) of two batches with rows, (b-1, b) and (b, b+1) of one
+        pair = np.flatnonzero(same_next)
+        lead = np.flatnonzero(~g_old & ~same_prev)
+        trail = np.flatnonzero(~same_next & trailing_due)
+        w_lo = np.concatenate([groups.lo[pair], groups.lo[lead], groups.lo[trail]])
+        w_hi = np.concatenate([groups.hi[pair + 1], groups.hi[lead], groups.hi[trail]])
+        w_b = np.concatenate([groups.batch[pair], groups.batch[lead] - 1, groups.batch[trail]])
+        last_of_slot = np.ones(n_g, dtype=bool)
+        last_of_slot[:-1] = groups.slot[1:] != groups.slot[:-1]
+        hold = np.flatnonzero(last_of_slot & ~trailing_due)
+        if len(hold):
+            lo, hi = groups.lo[hold].tolist(), groups.hi[hold].tolist()
+            rows = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)])
+            self._held[k] = (refs[rows], part[rows])
+        else:
+            self._held[k] = (refs[:0], part[:0])
+        if len(w_lo):
+            self._run_windows(k, refs, part, slot, w_lo, w_hi, w_b * d, found)
+        return c_refs, c_part
+
+    def _run_windows(self, k, refs, part, slot, w_lo, w_hi, w_start, found) -> None:
+        cfg, st = self.config, self._store
+        d = cfg.level_duration(k)
+        times = st["time"][refs]
+        if k >= 1 and cfg.report == "first":
+            # a window with all its interval's rows, lying within one lower-level window, holds
+            # exactly that window's rows: it was run there and would find the same matches
+            part_cum = np.concatenate([[0], np.cumsum(part)])
+            complete = part_cum[w_hi] == part_cum[w_lo]
+            lower = d // 2
+            narrow = (np.floor_divide(times[w_hi - 1], lower)
+                      - np.floor_divide(times[w_lo], lower)) <= 1
+            run = ~(complete & narrow)
+            self.windows_skipped += int((~run).sum())
+            w_lo, w_hi, w_start = w_lo[run], w_hi[run], w_start[run]
+        if not len(w_lo):
+            return
+        piece = np.zeros(len(w_lo), dtype=np.int64)
+        if k == 0 and cfg.base_chunks:
+            w_lo, w_hi, w_start, piece = _pieces(w_lo, w_hi, w_start, 2 * cfg.max_length)
+        sizes = w_hi - w_lo
+        self.records_given[k] += int(sizes.sum())
+        self.windows_run[k] += len(sizes)
+        self.max_window_rows = max(self.max_window_rows, int(sizes.max()))
+        feats = st["feat"][refs]
+        index, matches = self.detector.detect_windows(feats, w_lo, w_hi)
+        for i, match in zip(index.tolist(), matches, strict=True):
+            if not match:
+                continue
+            a = int(w_lo[i])
+            positions = np.asarray(match, dtype=np.int64)
+            if positions.min() < 0 or positions.max() >= w_hi[i] - a:
+                msg = f"the detector returned positions {match} outside a window of {w_hi[i] - a}"
+                raise ValueError(msg)
+            rows = refs[a + positions]
+            start = int(w_start[i])
+            found.append((int(slot[a]), start + 2 * d, k, start, int(piece[i]),
+                          st["time"][rows].tolist(), st["ord"][rows].tolist()))
+
+    def _report(self, found: list) -> pd.DataFrame:
+        if not found:
+            return self.empty_output()
+        found.sort(key=lambda f: f[:5])
+        rows = []
+        for slot, end, level, start, _piece, times, ords in found:
+            if self.config.report == "first":
+                identity = (slot, *times, *ords)
+                if identity in self._seen:
+                    continue
+                self._seen[identity] = min(times)
+            rows.append((self._keys[slot], level, start, end, end, min(times), max(times),
+                         max(times) - min(times), ",".join(map(str, times)),
+                         ",".join(map(str, ords))))
+        if not rows:
+            return self.empty_output()
+        out = pd.DataFrame(rows, columns=[name for name, _ in OUTPUT_SCHEMA])
+        for name, kind in OUTPUT_SCHEMA:
+            if kind in ("int64", "timestamp"):
+                out[name] = out[name].astype(np.int64)
+        return out
+
+    def _compact(self) -> None:
+        """Keep only the rows some level still needs, and renumber the references."""
+        st = self._store
+        parts = [r for r, _ in self._pending] + [r for r, _ in self._held]
+        live = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+        if len(live) == len(st["time"]):
+            return
+        remap = np.full(len(st["time"]), -1, dtype=np.int64)
+        remap[live] = np.arange(len(live))
+        for name in st:
+            st[name] = st[name][live]
+        self._pending = [(remap[r], f) for r, f in self._pending]
+        self._held = [(remap[r], f) for r, f in self._held]
+
+    def _prune_seen(self, bound: int) -> None:
+        """Forget matches no later window can hold (every window lasts at most 2 d_K)."""
+        if not self._seen:
+            return
+        reach = 2 * self.config.max_duration
+        stale = [m for m, first in self._seen.items() if first + reach <= bound]
+        for m in stale:
+            del self._seen[m]
+
+    # ------------------------------------------------------------------ state
+    def to_bytes(self) -> bytes:
+        """Serialize parameters, detector spec and state.
+
+        Examples
+        --------
+        >>> from windowkit.core.widening.episode_detector import EpisodeDetector
+        >>> pww = WindowWidening(EpisodeDetector("a\\nb"), base=10, max_length=4, levels=2)
+        >>> _ = pww.process(pd.DataFrame({"key": [7], "time": [3], "call": ["a"]}))
+        >>> copy = WindowWidening.from_bytes(pww.to_bytes())
+        >>> copy.config == pww.config, copy.rows_held, copy.detector.text
+        (True, 1, 'a\\nb')
+        """
+        cfg = self.config
+        integer_keys = all(isinstance(k, (int, np.integer)) and not isinstance(k, bool)
+                           for k in self._keys)
+        seen = list(self._seen.items())
+        meta: dict[str, Any] = {
+            "base": cfg.base, "max_length": cfg.max_length, "levels": cfg.levels,
+            "report": cfg.report, "base_chunks": cfg.base_chunks,
+            "detector": detector_path(self.detector), "spec": self.detector.to_spec(),
+            "bound": int(self._bound), "integer_keys": integer_keys,
+            "pending": [len(r) for r, _ in self._pending],
+            "held": [len(r) for r, _ in self._held],
+            "seen_sizes": [(len(m) - 1) // 2 for m, _ in seen],
+            "windows_skipped": self.windows_skipped, "max_window_rows": self.max_window_rows,
+            "peak_rows_held": self.peak_rows_held,
+        }
+        keys = np.asarray(self._keys, dtype=object)
+        arrays = {
+            "keys": keys.astype(np.int64) if integer_keys and len(keys) else keys.astype(str),
+            "next_seq": self._next_seq, "last_time": self._last_time, "ties": self._ties,
+            **{f"store_{name}": arr for name, arr in self._store.items()},
+            "pending_refs": np.concatenate([r for r, _ in self._pending]),
+            "pending_part": np.concatenate([f for _, f in self._pending]),
+            "held_refs": np.concatenate([r for r, _ in self._held]),
+            "held_part": np.concatenate([f for _, f in self._held]),
+            "seen_flat": np.asarray([v for m, _ in seen for v in m], dtype=np.int64),
+            "seen_first": np.asarray([f for _, f in seen], dtype=np.int64),
+            "records_given": self.records_given, "windows_run": self.windows_run,
+            "ties_slot": self._ties_held[0], "ties_time": self._ties_held[1],
+            "ties_feat": self._ties_held[2],
+        }
+        return pack_state(self.FORMAT_TAG, self.FORMAT_VERSION, meta, arrays)
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> WindowWidening:
+        """Rebuild an operator from :meth:`to_bytes` output; corrupt bytes raise
+        :class:`~windowkit.core.serialization.StateFormatError`.
+
+        Examples
+        --------
+        >>> WindowWidening.from_bytes(b"garbage")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        windowkit.core.serialization.StateFormatError: WindowWidening state: state bytes are ...
+        """
+        try:
+            meta, arrays = unpack_state(blob, cls.FORMAT_TAG, cls.FORMAT_VERSION)
+            return cls._rebuild(meta, arrays)
+        except StateFormatError as exc:
+            if cls.__name__ in str(exc):
+                raise
+            msg = f"{cls.__name__} state: {exc}"
+            raise StateFormatError(msg) from exc
+        except Exception as exc:  # any failure to decode, whatever raised it
+            msg = f"{cls.__name__} state is corrupt: {type(exc).__name__}: {exc}"
+            raise StateFormatError(msg) from exc
+
+    @classmethod
+    def _rebuild(cls, meta: dict, arrays: dict) -> WindowWidening:
+        config = WideningConfig(base=meta["base"], max_length=meta["max_length"],
+                                levels=meta["levels"], report=meta["report"],
+                                base_chunks=meta["base_chunks"])
+        op = cls(resolve_detector(meta["detector"], meta["spec"]), config=config)
+        keys = arrays["keys"].tolist()
+        op._keys = keys
+        op._index = {k: i for i, k in enumerate(keys)}
+        n_keys = len(keys)
+        for name in ("next_seq", "last_time", "ties"):
+            arr = arrays[name].astype(np.int64)
+            if len(arr) != n_keys:
+                msg = f"array {name!r} has {len(arr)} entries for {n_keys} keys"
+                raise ValueError(msg)
+            setattr(op, f"_{name}", arr)
+        n_rows = len(arrays["store_time"])
+        for name in ("slot", "seq", "time", "ord"):
+            arr = arrays[f"store_{name}"].astype(np.int64)
+            if len(arr) != n_rows:
+                msg = f"stored column {name!r} has {len(arr)} rows, not {n_rows}"
+                raise ValueError(msg)
+            op._store[name] = arr
+        feat = arrays["store_feat"].astype(np.int64)
+        if feat.shape != (n_rows, op.detector.width):
+            msg = f"stored features have shape {feat.shape}, not ({n_rows}, {op.detector.width})"
+            raise ValueError(msg)
+        op._store["feat"] = feat
+        if n_rows and (op._store["slot"].min() < 0 or op._store["slot"].max() >= n_keys):
+            msg = "stored rows name key slots out of range"
+            raise ValueError(msg)
+        op._pending = _split_levels(arrays["pending_refs"], arrays["pending_part"],
+                                    meta["pending"], config.levels, n_rows)
+        op._held = _split_levels(arrays["held_refs"], arrays["held_part"], meta["held"],
+                                 config.levels, n_rows)
+        op._bound = int(meta["bound"])
+        ties = tuple(arrays[f"ties_{n}"].astype(np.int64) for n in ("slot", "time", "feat"))
+        if not (len(ties[0]) == len(ties[1]) == len(ties[2])) or ties[2].shape[1:] != (
+                op.detector.width,) or (len(ties[0]) and (ties[0].min() < 0
+                                                           or ties[0].max() >= n_keys)):
+            msg = "the rows waiting for equal times do not add up"
+            raise ValueError(msg)
+        op._ties_held = ties
+        flat = arrays["seen_flat"].tolist()
+        firsts = arrays["seen_first"].tolist()
+        sizes = [int(s) for s in meta["seen_sizes"]]
+        if len(sizes) != len(firsts) or sum(1 + 2 * s for s in sizes) != len(flat):
+            msg = "the reported-match table does not add up"
+            raise ValueError(msg)
+        at = 0
+        for size, first in zip(sizes, firsts, strict=True):
+            op._seen[tuple(flat[at: at + 1 + 2 * size])] = first
+            at += 1 + 2 * size
+        op.records_given = arrays["records_given"].astype(np.int64)
+        op.windows_run = arrays["windows_run"].astype(np.int64)
+        if len(op.records_given) != config.levels or len(op.windows_run) != config.levels:
+            msg = "per-level counters do not match the number of levels"
+            raise ValueError(msg)
+        op.windows_skipped = int(meta["windows_skipped"])
+        op.max_window_rows = int(meta["max_window_rows"])
+        op.peak_rows_held = int(meta["peak_rows_held"])
+        return op
+
+
+def _split_levels(refs: np.ndarray, part: np.ndarray, sizes: list, levels: int,
+                  n_rows: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    sizes = [int(s) for s in sizes]
+    refs = refs.astype(np.int64)
+    part = part.astype(bool)
+    if len(sizes) != levels or sum(sizes) != len(refs) or len(part) != len(refs):
+        msg = "per-level row lists do not add up"
+        raise ValueError(msg)
+    if len(refs) and (refs.min() < 0 or refs.max() >= n_rows):
+        msg = "per-level row lists point outside the stored rows"
+        raise ValueError(msg)
+    bounds = np.cumsum([0, *sizes])
+    return [(refs[a:b], part[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _pieces(lo: np.ndarray, hi: np.ndarray, start: np.ndarray,
+            step: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Split ranges longer than ``2 * step`` into pieces of ``2 * step`` rows every ``step``.
+
+    Examples
+    --------
+    >>> lo, hi, s, p = _pieces(np.array([0, 10]), np.array([9, 12]), np.array([0, 5]), 2)
+    >>> lo.tolist(), hi.tolist(), p.tolist()
+    ([0, 2, 4, 6, 10], [4, 6, 8, 9, 12], [0, 1, 2, 3, 0])
+    """
+    size = hi - lo
+    count = np.where(size > 2 * step, -(-(size - 2 * step) // step) + 1, 1)
+    which = np.repeat(np.arange(len(lo)), count)
+    first = np.repeat(np.cumsum(count) - count, count)
+    piece = np.arange(len(which)) - first
+    new_lo = lo[which] + piece * step
+    new_hi = np.minimum(new_lo + 2 * step, hi[which])
+    return new_lo, new_hi, start[which], piece
