@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
+from windowkit.core.serialization import StateFormatError, pack_state, state_decoder, unpack_state
 
 TIME = "time"
 """Name of the event-time column (int64 microseconds) inside the core."""
@@ -40,6 +40,14 @@ class StreamOperator(ABC):
     #: (e.g. each key's rows by time, stably), with the output it gives them in time order;
     #: the runner then skips its time sort of all rows, which such an operator would undo.
     ORDERS_ROWS_ITSELF: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        # an operator's decoder, even one written without @state_decoder, fails only with a
+        # StateFormatError naming the operator (issue #16, point 10)
+        decode = cls.__dict__.get("from_bytes")
+        if isinstance(decode, classmethod) and not getattr(decode.__func__, "decodes_state", False):
+            cls.from_bytes = classmethod(state_decoder(decode.__func__))  # type: ignore[method-assign]
 
     @property
     @abstractmethod
@@ -211,6 +219,7 @@ class EventTimeRunner:
         return pack_state(self.FORMAT_TAG, self.FORMAT_VERSION, meta, arrays)
 
     @classmethod
+    @state_decoder
     def from_bytes(cls, blob: bytes) -> EventTimeRunner:
         """Rebuild a runner from :meth:`to_bytes` output."""
         meta, arrays = unpack_state(blob, cls.FORMAT_TAG, cls.FORMAT_VERSION)

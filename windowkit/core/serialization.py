@@ -13,10 +13,13 @@ shape in the metadata. Every field is checked on read so that corrupt or foreign
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import struct
 import zlib
-from typing import Any
+from collections.abc import Callable, Collection
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -24,10 +27,64 @@ import pandas as pd
 MAGIC = b"WKIT"
 CONTAINER_VERSION = 1
 _HEADER = struct.Struct("<4sB8sHIQ")
+_T = TypeVar("_T")
 
 
 class StateFormatError(ValueError):
     """Raised when state bytes are corrupt, truncated or belong to another object."""
+
+
+def state_decoder(decode: Callable[[type[_T], bytes], _T]) -> Callable[[type[_T], bytes], _T]:
+    """Make a ``from_bytes`` classmethod fail only with :class:`StateFormatError` naming its class.
+
+    Bytes can pass the header and checksum and still hold what the decoder cannot read (a
+    missing key, a value of the wrong type, an array of the wrong dtype or shape). Any such
+    failure becomes ``StateFormatError("<Class> state is corrupt: ...")``, chained to the
+    original; a ``StateFormatError`` that does not name the class (e.g. from the header, or
+    from a nested object's decoder) gets the class name in front. Apply it under
+    ``@classmethod``.
+
+    Parameters
+    ----------
+    decode : callable
+        The ``from_bytes(cls, blob)`` function.
+
+    Returns
+    -------
+    callable
+        The wrapped function.
+
+    Examples
+    --------
+    >>> class Demo:
+    ...     @classmethod
+    ...     @state_decoder
+    ...     def from_bytes(cls, blob):
+    ...         meta, _ = unpack_state(blob, "DEMO", 1)
+    ...         return meta["n"]
+    >>> Demo.from_bytes(pack_state("DEMO", 1, {"n": 3}))
+    3
+    >>> Demo.from_bytes(pack_state("DEMO", 1, {"m": 3}))
+    Traceback (most recent call last):
+    ...
+    windowkit.core.serialization.StateFormatError: Demo state is corrupt: KeyError: 'n'
+    """
+
+    @functools.wraps(decode)
+    def from_bytes(cls: type[_T], blob: bytes) -> _T:
+        try:
+            return decode(cls, blob)
+        except StateFormatError as exc:
+            if re.search(rf"\b{re.escape(cls.__name__)}\b", str(exc)):
+                raise
+            msg = f"{cls.__name__} state: {exc}"
+            raise StateFormatError(msg) from exc
+        except Exception as exc:  # any failure to decode, whatever raised it
+            msg = f"{cls.__name__} state is corrupt: {type(exc).__name__}: {exc}"
+            raise StateFormatError(msg) from exc
+
+    from_bytes.decodes_state = True  # type: ignore[attr-defined]  # tests find undecorated ones
+    return from_bytes
 
 
 def pack_state(
@@ -86,7 +143,7 @@ def pack_state(
 
 
 def unpack_state(
-    blob: bytes, tag: str, version: int
+    blob: bytes, tag: str, version: int, *, versions: Collection[int] | None = None
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Check and decode bytes written by :func:`pack_state`.
 
@@ -97,7 +154,10 @@ def unpack_state(
     tag : str
         The format tag the caller expects.
     version : int
-        The highest format version the caller can read.
+        The caller's current format version.
+    versions : collection of int, optional
+        Every format version the caller's decoder really reads; default only ``version``.
+        Bytes of any other version (older or newer) are refused.
 
     Returns
     -------
@@ -107,7 +167,7 @@ def unpack_state(
     Raises
     ------
     StateFormatError
-        If the bytes are truncated, corrupt, of another format or of a newer version.
+        If the bytes are truncated, corrupt, of another format or of a version not read.
 
     Examples
     --------
@@ -115,6 +175,11 @@ def unpack_state(
     Traceback (most recent call last):
     ...
     windowkit.core.serialization.StateFormatError: state bytes are too short (8 bytes) ...
+    >>> unpack_state(pack_state("DEMO", 1, {}), "DEMO", 2)
+    Traceback (most recent call last):
+    ...
+    windowkit.core.serialization.StateFormatError: DEMO state has format version 1; this \
+windowkit reads DEMO version 2 only
     """
     if not isinstance(blob, (bytes, bytearray, memoryview)):
         msg = f"state must be bytes; got {type(blob).__name__}"
@@ -134,8 +199,12 @@ def unpack_state(
     if got_tag != tag:
         msg = f"state bytes hold a {got_tag!r} object, not a {tag!r} object"
         raise StateFormatError(msg)
-    if got_version > version:
-        msg = f"{tag} state has format version {got_version}; this windowkit reads up to {version}"
+    readable = sorted({version} if versions is None else set(versions))
+    if got_version not in readable:
+        listed = ", ".join(str(v) for v in readable)
+        which = f"version {listed} only" if len(readable) == 1 else f"versions {listed}"
+        msg = (f"{tag} state has format version {got_version}; "
+               f"this windowkit reads {tag} {which}")
         raise StateFormatError(msg)
     body = blob[_HEADER.size :]
     if len(body) != length:

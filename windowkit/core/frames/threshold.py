@@ -40,7 +40,7 @@ import pandas as pd
 from windowkit.core.durations import Duration, to_micros
 from windowkit.core.operator import KEY, TIME, StreamOperator
 from windowkit.core.ordering import group_rows_by_slot, sort_each_key_by_time
-from windowkit.core.serialization import pack_state, unpack_state
+from windowkit.core.serialization import pack_state, state_decoder, unpack_state
 from windowkit.core.validation import check_choice
 
 MissingPolicy = Literal["unsatisfied", "satisfying"]
@@ -420,6 +420,7 @@ class ThresholdFramer(StreamOperator):
         return pack_state(self.FORMAT_TAG, self.FORMAT_VERSION, meta, arrays)
 
     @classmethod
+    @state_decoder
     def from_bytes(cls, blob: bytes) -> ThresholdFramer:
         """Rebuild a framer from :meth:`to_bytes` output (checked header; clear errors).
 
@@ -428,7 +429,8 @@ class ThresholdFramer(StreamOperator):
         >>> ThresholdFramer.from_bytes(b"WKIT" + bytes(30))
         Traceback (most recent call last):
         ...
-        windowkit.core.serialization.StateFormatError: unsupported windowkit container version 0
+        windowkit.core.serialization.StateFormatError: ThresholdFramer state: unsupported \
+windowkit container version 0
         """
         meta, arrays = unpack_state(blob, cls.FORMAT_TAG, cls.FORMAT_VERSION)
         frag = meta["fragment_every"]

@@ -17,7 +17,7 @@ import pandas as pd
 
 from windowkit.core.hashing import hash64, splitmix64
 from windowkit.core.persistence import _kernels as K
-from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
+from windowkit.core.serialization import pack_state, state_decoder, unpack_state
 
 
 def normalize_items(items: Any) -> tuple[np.ndarray, str]:
@@ -246,34 +246,29 @@ class SlotStream:
         return pack_state(self.FORMAT_TAG, self.FORMAT_VERSION, meta, arrays)
 
     @classmethod
+    @state_decoder
     def from_bytes(cls, blob: bytes) -> Any:
         """Rebuild an object from :meth:`to_bytes` output."""
         meta, arrays = unpack_state(blob, cls.FORMAT_TAG, cls.FORMAT_VERSION)
-        try:
-            obj = cls._from_config(cls.CONFIG(**meta["config"]))
-            kind, now = meta["kind"], meta["now"]
-            if kind not in (None, "int", "str") or (now is not None and not isinstance(now, int)):
-                msg = f"bad kind {kind!r} or slot {now!r}"
-                raise ValueError(msg)
-            obj._now = now
-            if kind is not None:
-                obj._set_kind(kind)
-                for i, core in enumerate(obj._cores):
-                    prefix = f"{i}:"
-                    core.load({k[len(prefix):]: v for k, v in arrays.items()
-                               if k.startswith(prefix)})
-            obj._pend_items = arrays["pend:item"]
-            obj._pend_slots = arrays["pend:slot"].astype(np.int64)
-            if obj._pend_items.size != obj._pend_slots.size:
-                msg = "buffered items and slots differ in length"
-                raise ValueError(msg)
-            if obj._pend_items.dtype != object:
-                obj._pend_items = obj._pend_items.astype(np.int64)
-        except StateFormatError:
-            raise
-        except (KeyError, ValueError, TypeError, IndexError) as exc:
-            msg = f"{cls.FORMAT_TAG} state is corrupt: {exc}"
-            raise StateFormatError(msg) from exc
+        obj = cls._from_config(cls.CONFIG(**meta["config"]))
+        kind, now = meta["kind"], meta["now"]
+        if kind not in (None, "int", "str") or (now is not None and not isinstance(now, int)):
+            msg = f"bad kind {kind!r} or slot {now!r}"
+            raise ValueError(msg)
+        obj._now = now
+        if kind is not None:
+            obj._set_kind(kind)
+            for i, core in enumerate(obj._cores):
+                prefix = f"{i}:"
+                core.load({k[len(prefix):]: v for k, v in arrays.items()
+                           if k.startswith(prefix)})
+        obj._pend_items = arrays["pend:item"]
+        obj._pend_slots = arrays["pend:slot"].astype(np.int64)
+        if obj._pend_items.size != obj._pend_slots.size:
+            msg = "buffered items and slots differ in length"
+            raise ValueError(msg)
+        if obj._pend_items.dtype != object:
+            obj._pend_items = obj._pend_items.astype(np.int64)
         return obj
 
     @classmethod

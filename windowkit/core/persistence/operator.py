@@ -35,7 +35,7 @@ from windowkit.core.persistence import (
     PersistentItemsSketch,
     SlidingPersistentItemsSketch,
 )
-from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
+from windowkit.core.serialization import pack_state, state_decoder, unpack_state
 from windowkit.core.validation import check_choice, check_int
 
 ITEM = "item"
@@ -265,23 +265,18 @@ class PersistentItemsOperator(StreamOperator):
         return pack_state(self.FORMAT_TAG, self.FORMAT_VERSION, meta, arrays)
 
     @classmethod
+    @state_decoder
     def from_bytes(cls, blob: bytes) -> PersistentItemsOperator:
         """Rebuild an operator from :meth:`to_bytes` output."""
         meta, arrays = unpack_state(blob, cls.FORMAT_TAG, cls.FORMAT_VERSION)
-        try:
-            op = cls(meta["alpha"], meta["epsilon"], meta["window"], meta["slot_length"],
-                     origin=meta["origin"], mode=meta["mode"], item_type=meta["item_type"],
-                     delta=meta["delta"], seed=meta["seed"])
-            op._open = meta["open"]
-            kinds = {"PersistentItemsSketch": PersistentItemsSketch,
-                     "SlidingPersistentItemsSketch": SlidingPersistentItemsSketch}
-            if meta["sketch"] is not None:
-                op._sketch = kinds[meta["sketch"]].from_bytes(arrays["sketch"].tobytes())
-        except StateFormatError:
-            raise
-        except (KeyError, ValueError, TypeError) as exc:
-            msg = f"{cls.FORMAT_TAG} state is corrupt: {exc}"
-            raise StateFormatError(msg) from exc
+        op = cls(meta["alpha"], meta["epsilon"], meta["window"], meta["slot_length"],
+                 origin=meta["origin"], mode=meta["mode"], item_type=meta["item_type"],
+                 delta=meta["delta"], seed=meta["seed"])
+        op._open = meta["open"]
+        kinds = {"PersistentItemsSketch": PersistentItemsSketch,
+                 "SlidingPersistentItemsSketch": SlidingPersistentItemsSketch}
+        if meta["sketch"] is not None:
+            op._sketch = kinds[meta["sketch"]].from_bytes(arrays["sketch"].tobytes())
         return op
 
 

@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
+from windowkit.core.serialization import pack_state, state_decoder, unpack_state
 from windowkit.core.sketches import _hashing
 from windowkit.core.sketches.count_min import (
     CountMin,
@@ -268,19 +268,16 @@ class WindowedCountMin:
         return pack_state(self.FORMAT_TAG, self.FORMAT_VERSION, meta, self._state_arrays())
 
     @classmethod
+    @state_decoder
     def from_bytes(cls, blob: bytes) -> WindowedCountMin:
         """Rebuild a sketch from :meth:`to_bytes` output (``ValueError`` on corrupt bytes)."""
         meta, arrays = unpack_state(blob, cls.FORMAT_TAG, cls.FORMAT_VERSION)
-        try:
-            config = meta["config"]
-            window = config.pop("window")
-            obj = cls(window, **config)
-            obj.now = int(meta["now"])
-            obj.n_samples = int(meta["n_samples"])
-            obj._load_state(meta, arrays)
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            msg = f"{cls.FORMAT_TAG} state is corrupt: {exc}"
-            raise StateFormatError(msg) from exc
+        config = meta["config"]
+        window = config.pop("window")
+        obj = cls(window, **config)
+        obj.now = int(meta["now"])
+        obj.n_samples = int(meta["n_samples"])
+        obj._load_state(meta, arrays)
         return obj
 
     def _check_matrix(self, arr: np.ndarray, name: str) -> np.ndarray:

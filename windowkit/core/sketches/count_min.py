@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
+from windowkit.core.serialization import pack_state, state_decoder, unpack_state
 from windowkit.core.sketches import _hashing
 from windowkit.core.validation import check_in_range, check_int
 
@@ -223,6 +223,7 @@ class CountMin:
         return pack_state(self.FORMAT_TAG, self.FORMAT_VERSION, meta, {"counts": self.counts})
 
     @classmethod
+    @state_decoder
     def from_bytes(cls, blob: bytes) -> CountMin:
         """Rebuild a sketch from :meth:`to_bytes` output.
 
@@ -234,12 +235,8 @@ class CountMin:
         [2]
         """
         meta, arrays = unpack_state(blob, cls.FORMAT_TAG, cls.FORMAT_VERSION)
-        try:
-            cfg = CountMinConfig(**meta["config"])
-            return cls.from_counts(cfg, arrays["counts"], meta["n_samples"])
-        except (KeyError, TypeError, ValueError) as exc:
-            msg = f"{cls.FORMAT_TAG} state is corrupt: {exc}"
-            raise StateFormatError(msg) from exc
+        cfg = CountMinConfig(**meta["config"])
+        return cls.from_counts(cfg, arrays["counts"], meta["n_samples"])
 
     def __eq__(self, other: object) -> bool:
         return (

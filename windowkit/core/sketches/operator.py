@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from windowkit.core.operator import StreamOperator
-from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
+from windowkit.core.serialization import pack_state, state_decoder, unpack_state
 from windowkit.core.sketches import (
     CountMin,
     PerfectWindowCM,
@@ -157,6 +157,7 @@ class WindowedCountMinOperator(StreamOperator):
         return pack_state(self.FORMAT_TAG, self.FORMAT_VERSION, meta, {"sketch": sketch})
 
     @classmethod
+    @state_decoder
     def from_bytes(cls, blob: bytes) -> WindowedCountMinOperator:
         """Rebuild an operator from :meth:`to_bytes` output.
 
@@ -167,16 +168,12 @@ class WindowedCountMinOperator(StreamOperator):
         4
         """
         meta, arrays = unpack_state(blob, cls.FORMAT_TAG, cls.FORMAT_VERSION)
-        try:
-            sketch_cls = _SKETCHES[meta["sketch_tag"]]
-            sketch = sketch_cls.from_bytes(arrays["sketch"].tobytes())
-            op = cls(sketch, meta["snapshot_every"], meta["tick_micros"])
-            op.seq = int(meta["seq"])
-            op.n_seen = int(meta["n_seen"])
-            op.last_time = int(meta["last_time"])
-        except (KeyError, TypeError) as exc:
-            msg = f"{cls.FORMAT_TAG} state is corrupt: {exc}"
-            raise StateFormatError(msg) from exc
+        sketch_cls = _SKETCHES[meta["sketch_tag"]]
+        sketch = sketch_cls.from_bytes(arrays["sketch"].tobytes())
+        op = cls(sketch, meta["snapshot_every"], meta["tick_micros"])
+        op.seq = int(meta["seq"])
+        op.n_seen = int(meta["n_seen"])
+        op.last_time = int(meta["last_time"])
         return op
 
 
