@@ -316,3 +316,37 @@ def test_equal_times_are_ordered_by_value_whatever_the_arrival_order():
     a = BoundaryFramer(1.0).update(np.array([0, 0, 1]), [2.5, 0.5, 0.7])
     b = BoundaryFramer(1.0).update(np.array([0, 0, 1]), [0.5, 2.5, 0.7])
     pd.testing.assert_frame_equal(a, b)
+
+
+def test_appendix_b_f1_and_f2():
+    # F1: maximal periods with temp > 32: (3, 4) and (6, 9); F2: the longest of them, (6, 9)
+    from windowkit.core.frames import ThresholdFramer
+    from windowkit.core.frames.longest import longest_frames
+
+    framer = ThresholdFramer("1 rows")
+    f1 = pd.concat([framer.update(np.arange(1, 11), TEMPS > 32), framer.finish()])
+    assert f1[["start", "last"]].values.tolist() == [[3, 4], [6, 9]]
+    assert longest_frames(f1)[["start", "last"]].values.tolist() == [[6, 9]]
+
+
+@SETTINGS
+@given(data=st.data(), df=float_streams(), framing=framings())
+def test_longest_frames_equal_the_reference(data, df, framing):
+    from windowkit.core.frames.longest import longest_frames
+    from windowkit.reference.framings import longest_frames_reference
+
+    kind, params, _ = framing
+    opts = data.draw(options(kind, params))
+    frames = expected_of(df, kind, params, opts)
+    final = frames[frames.status == "final"]
+    per_key = data.draw(st.booleans())
+    got = longest_frames(frames, per_key=per_key)
+    expected = longest_frames_reference(final, by_key=per_key) if len(final) else final
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.reset_index(drop=True))
+
+
+def test_longest_frames_needs_frame_columns():
+    from windowkit.core.frames.longest import longest_frames
+
+    with pytest.raises(ValueError, match="`frames` must have columns key, start, last, status"):
+        longest_frames(pd.DataFrame({"start": [1]}))
