@@ -23,6 +23,8 @@ _MODULE_OF = {
     "persistent_items": "persistent",
     "split_persistent": "persistent",
     "windowkit_session": "session",
+    "split_detections": "widening",
+    "widen_detect": "widening",
 }
 
 __all__ = sorted(_MODULE_OF)
