@@ -1,0 +1,328 @@
+"""``multi_granular`` and ``recurring_items``: multi-granular sliding windows on DataFrames.
+
+One operator maintains every level (``RANGES 1 HOUR, 10 MINUTES, 1 MINUTE SLIDES 5 MINUTES,
+1 MINUTE, 1 SECOND``) per key in the stairwise chain of
+:mod:`windowkit.core.multigranular`, instead of one ``window()`` aggregation per level that
+copies every row into every window of every level.
+
+On a batch DataFrame the rows are first reduced in the JVM to one *cell* per key and finest
+granule (``groupBy(key, granule)`` with count, sum, min, max and centred moments), so Python
+sees one row per key and granule, not one per input row; the chains then run per shard through
+the generic adapter. On a streaming DataFrame the raw rows go through the adapter (a JVM
+aggregation before a stateful Python operator would hold its own state across micro-batches).
+Reports are the same either way.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from windowkit.core.multigranular import (
+    CELL_COLUMNS,
+    AggregatorConfig,
+    MultiGranularAggregator,
+    MultiGranularSpec,
+    RecurringItems,
+)
+from windowkit.core.multigranular.aggregator import DEFAULT_AGGREGATES, ReportMode, make_spec
+from windowkit.core.operator import KEY
+from windowkit.core.validation import check_choice
+from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, run_operator
+
+TIME_UNITS = {"s": 1_000_000, "ms": 1_000, "us": 1}
+_T_US = "wk_mg_t"
+_KEY = "wk_mg_key"
+_VALUE = "wk_mg_value"
+_ITEM = "wk_mg_item"
+_GRANULE = "wk_mg_g"
+
+
+def multi_granular(
+    df: DataFrame,
+    time: str | Column,
+    window: str | None = None,
+    *,
+    levels: list[tuple[str, str]] | None = None,
+    by: str | None = None,
+    value: str | Column | None = None,
+    aggregates: tuple[str, ...] | list[str] = DEFAULT_AGGREGATES,
+    regression: bool = False,
+    weights: list[float] | None = None,
+    report: ReportMode = "periodic",
+    origin: int = 0,
+    late: str | None = "1 minute",
+    shards: int | None = None,
+    time_unit: str | None = None,
+) -> DataFrame:
+    """Aggregates of ``value`` per ``by`` key over every level of a multi-granular window.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Batch or streaming.
+    time : str or Column
+        Event time: a timestamp (or timestamp string) column, or an integer column with
+        ``time_unit``.
+    window : str, optional
+        The paper's clause, e.g. ``"RANGES 1 HOUR, 1 MINUTE SLIDES 5 MINUTES, 1 SECOND"``.
+    levels : list of (range, slide), optional
+        Instead of ``window``: ``[("1 minute", "1 second"), ("1 hour", "5 minutes")]``.
+    by : str, optional
+        Key column; one global key if omitted.
+    value : str or Column
+        The numeric column to aggregate (required unless only ``count`` is asked for). Rows
+        whose value is null, NaN, ±inf or not a number are set aside as ``malformed``.
+    aggregates : sequence of str
+        Among ``count, sum, mean, min, max, variance, stddev``.
+    regression : bool
+        Add ``slope`` (per second) and ``intercept`` (the fitted value at the window's last
+        instant) of the least-squares line through the rows of each scope.
+    weights : list of float, optional
+        One per level: add ``decayed_sum``, ``decayed_count``, ``decayed_mean`` over the
+        levels' disjoint intervals.
+    report : {"periodic", "continuous"}
+        ``"periodic"``: each level reports when it slides; ``"continuous"``: every level
+        reports at every finest slide.
+    origin : int
+        ``t0`` in µs since the epoch (default: the epoch, so windows align like ``window()``).
+    late : str, optional
+        Streaming only: the watermark delay; rows behind the watermark come out as ``late``.
+    shards : int, optional
+        Spark groups the keys are hashed into (default ``spark.sql.shuffle.partitions``).
+    time_unit : {"s", "ms", "us"}, optional
+        Unit of an integer ``time`` column (required for one).
+
+    Returns
+    -------
+    DataFrame
+        One row per key, level and report: ``key`` (named after ``by``), ``level``,
+        ``range`` and ``slide`` (µs), ``window_start`` and ``window_end`` (the scope of
+        DESIGN.md as a half-open interval: ``window_end`` is one microsecond after the report
+        instant ``tc``), the aggregates; plus ``rejected`` (``malformed``/``late``, else null)
+        and ``detail`` (the rejected row as JSON). :func:`split_reports` separates them.
+
+    Examples
+    --------
+    >>> import datetime as dt
+    >>> t = [dt.datetime(2024, 1, 1) + dt.timedelta(seconds=s) for s in (1, 2, 30, 61)]
+    >>> df = spark.createDataFrame([("a", x, v) for x, v in zip(t, [1.0, 2.0, 3.0, 4.0])],
+    ...                            "src string, t timestamp, v double")
+    >>> out = multi_granular(df, "t", "RANGES 2 MINUTES, 1 MINUTE SLIDES 1 MINUTE, 1 MINUTE",
+    ...                      by="src", value="v", aggregates=["count", "sum"])
+    >>> out.orderBy("window_end", "level").select("level", "count", "sum").show()
+    +-----+-----+----+
+    |level|count| sum|
+    +-----+-----+----+
+    |    0|    3| 6.0|
+    |    1|    3| 6.0|
+    |    0|    1| 4.0|
+    |    1|    4|10.0|
+    |    1|    1| 4.0|
+    +-----+-----+----+
+    <BLANKLINE>
+    """
+    spec = make_spec(window, levels, origin)
+    config = AggregatorConfig(spec, tuple(aggregates), bool(regression),
+                              None if weights is None else tuple(float(w) for w in weights),
+                              report)
+    if value is None and set(config.aggregates) - {"count"} | ({"x"} if regression else set()):
+        msg = "`value` is required for aggregates other than count and for regression"
+        raise ValueError(msg)
+    micros = _micros(df, time, time_unit)
+    value_col = F.lit(0.0) if value is None else (F.col(value) if isinstance(value, str)
+                                                  else value)
+    number = _number(value_col) if value is not None else F.lit(0.0)
+    valid = number.isNotNull() & (micros >= F.lit(spec.origin))
+    key_col = F.lit("") if by is None else F.col(by)
+    factory = functools.partial(MultiGranularAggregator, config=config)
+    schema = factory().output_schema
+    if df.isStreaming:
+        job = OperatorJob(factory=factory, schema=schema, inputs={"value": number},
+                          valid=valid)
+        out = run_operator(df, job, time=F.timestamp_micros(micros), key=by, shards=shards,
+                           late=late)
+    else:
+        out = _batch_cells(df, micros, key_col, number, valid, config.effective_spec, factory,
+                           schema, shards)
+    return _finish(out, df, by, schema)
+
+
+def recurring_items(
+    df: DataFrame,
+    time: str | Column,
+    item: str | Column,
+    window: str | None = None,
+    *,
+    levels: list[tuple[str, str]] | None = None,
+    by: str | None = None,
+    report: ReportMode = "periodic",
+    origin: int = 0,
+    late: str | None = "1 minute",
+    shards: int | None = None,
+    time_unit: str | None = None,
+) -> DataFrame:
+    """Items present at least once in every disjoint interval of the levels, per key.
+
+    At each report of level ``k`` (an instant where it slides), the items of the key that
+    occur in each of the intervals ``[t_j, t_(j-1))`` for ``j <= k`` (level 0: its whole
+    scope), with ``count``, the item's occurrences in level ``k``'s scope, to rank them.
+
+    Parameters are those of :func:`multi_granular`, with ``item`` the column whose values
+    recur (cast to string; a null item makes the row malformed).
+
+    Returns
+    -------
+    DataFrame
+        ``key`` (named after ``by``), ``item``, ``level``, ``range``, ``slide``,
+        ``window_start``, ``window_end``, ``count``, ``rejected``, ``detail``.
+
+    Examples
+    --------
+    >>> import datetime as dt
+    >>> rows = [("h", dt.datetime(2024, 1, 1, 0, m, 0), p)
+    ...         for m, p in [(0, "tcp"), (0, "udp"), (2, "tcp"), (3, "tcp")]]
+    >>> df = spark.createDataFrame(rows, "host string, t timestamp, proto string")
+    >>> out = recurring_items(df, "t", "proto", "RANGES 4 MINUTES, 2 MINUTES SLIDES 2 MINUTES, "
+    ...                       "1 MINUTE", by="host")
+    >>> out.filter("level = 1").select("item", "count").orderBy("window_end").show()
+    +----+-----+
+    |item|count|
+    +----+-----+
+    | tcp|    2|
+    | tcp|    2|
+    +----+-----+
+    <BLANKLINE>
+    """
+    check_choice("report", report, ("periodic", "continuous"))
+    spec = make_spec(window, levels, origin)
+    micros = _micros(df, time, time_unit)
+    item_col = (F.col(item) if isinstance(item, str) else item).cast("string")
+    valid = item_col.isNotNull() & (micros >= F.lit(spec.origin))
+    key_col = F.lit("") if by is None else F.col(by)
+    factory = functools.partial(RecurringItems, levels=[(lv.range, lv.slide)
+                                                        for lv in spec.levels],
+                                origin=spec.origin, report=report)
+    schema = factory().output_schema
+    effective = spec.continuous() if report == "continuous" else spec
+    if df.isStreaming:
+        job = OperatorJob(factory=factory, schema=schema, inputs={"item": item_col},
+                          valid=valid)
+        out = run_operator(df, job, time=F.timestamp_micros(micros), key=by, shards=shards,
+                           late=late)
+    else:
+        good = _good(valid, micros, key_col)
+        base = df.select(key_col.alias(_KEY), micros.alias(_T_US), item_col.alias(_ITEM),
+                         good.alias("wk_ok"))
+        b0, t0 = effective.finest_slide, effective.origin
+        cells = (base.filter("wk_ok")
+                 .withColumn(_GRANULE, _granule(t0, b0))
+                 .groupBy(_KEY, _ITEM, _GRANULE).agg(F.count(F.lit(1)).alias("cell_n"))
+                 .withColumn(_T_US, F.lit(t0) + F.col(_GRANULE) * F.lit(b0)))
+        job = OperatorJob(factory=factory, schema=schema,
+                          inputs={"item": F.col(_ITEM), "cell_n": F.col("cell_n")})
+        out = run_operator(cells, job, time=F.timestamp_micros(F.col(_T_US)), key=_KEY,
+                           shards=shards)
+        out = out.unionByName(_rejected(df, good), allowMissingColumns=True)
+    return _finish(out, df, by, schema)
+
+
+def split_reports(result: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """Split a result into (reports, rejected rows).
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(1, 5.0), (2, None)], "t long, x double")
+    >>> reports, rejected = split_reports(multi_granular(
+    ...     df, "t", levels=[("2 us", "1 us")], value="x", time_unit="us"))
+    >>> reports.count(), rejected.select("rejected").first()[0]
+    (2, 'malformed')
+    """
+    is_report = F.col(REJECTED).isNull()
+    return result.filter(is_report).drop(REJECTED, DETAIL_OUT), result.filter(~is_report)
+
+
+# ---------------------------------------------------------------------- internals
+def _batch_cells(df: DataFrame, micros: Column, key_col: Column, number: Column, valid: Column,
+                 spec: MultiGranularSpec, factory, schema, shards: int | None) -> DataFrame:
+    """Batch: one cell per key and finest granule in the JVM, then the chains in Python."""
+    b0, t0 = spec.finest_slide, spec.origin
+    good = _good(valid, micros, key_col)
+    base = df.select(key_col.alias(_KEY), micros.alias(_T_US), number.alias(_VALUE),
+                     good.alias("wk_ok"))
+    g = F.col(_GRANULE)
+    end = F.lit(t0) + g * F.lit(b0)
+    dt = (F.col(_T_US) - end).cast("double")  # within (-b0, 0]: doubles stay exact
+    v = F.col(_VALUE)
+    n = F.count(F.lit(1))
+    cells = (base.filter("wk_ok").withColumn(_GRANULE, _granule(t0, b0))
+             .withColumn("wk_dt", dt)
+             .groupBy(_KEY, _GRANULE)
+             .agg(n.alias("cell_n"), F.sum(v).alias("cell_sum"), F.min(v).alias("cell_min"),
+                  F.max(v).alias("cell_max"), F.avg(v).alias("cell_mean"),
+                  (F.var_pop(v) * n).alias("cell_m2"),
+                  F.avg("wk_dt").alias("cell_t_mean"),
+                  (F.var_pop("wk_dt") * n).alias("cell_t_m2"),
+                  (F.covar_pop("wk_dt", v) * n).alias("cell_tv"))
+             .withColumn(_T_US, end))
+    job = OperatorJob(factory=factory, schema=schema,
+                      inputs={c: F.col(c).cast("double") for c in CELL_COLUMNS})
+    out = run_operator(cells, job, time=F.timestamp_micros(F.col(_T_US)), key=_KEY,
+                       shards=shards)
+    return out.unionByName(_rejected(df, good), allowMissingColumns=True)
+
+
+def _rejected(df: DataFrame, good: Column) -> DataFrame:
+    """Rows set aside before the JVM aggregation, shaped like the adapter's rejected rows."""
+    original = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
+    return df.filter(~good).select(F.lit("malformed").alias(REJECTED),
+                                   original.alias(DETAIL_OUT))
+
+
+def _good(valid: Column, micros: Column, key_col: Column) -> Column:
+    return F.coalesce(valid & micros.isNotNull() & key_col.isNotNull(), F.lit(False))
+
+
+def _granule(t0: int, b0: int) -> Column:
+    """``ceil((t - t0) / b0)`` in integers (for ``t >= t0``, so ``div`` truncates = floors)."""
+    return F.expr(f"({_T_US} - ({int(t0)}) + {int(b0) - 1}) div {int(b0)}")
+
+
+def _finish(out: DataFrame, df: DataFrame, by: str | None, schema) -> DataFrame:
+    key_name = by if by is not None else KEY
+    if by is not None:
+        out = out.withColumn(KEY, F.col(KEY).cast(df.schema[by].dataType))
+    names = [n for n, _ in schema]
+    out = out.select(*names, REJECTED, DETAIL_OUT)
+    return out.withColumnRenamed(KEY, key_name)
+
+
+def _number(col: Column) -> Column:
+    """The value as a double, null when it is not a finite number."""
+    d = col.cast("double")
+    return F.when(~F.isnan(d) & (F.abs(d) != F.lit(float("inf"))), d)
+
+
+def _micros(df: DataFrame, time: str | Column, unit: str | None) -> Column:
+    col = F.col(time) if isinstance(time, str) else time
+    dtype = df.select(col).schema.fields[0].dataType
+    if isinstance(dtype, T.IntegralType):
+        if unit is None:
+            msg = ("`time_unit` is required for an integer `time` column (one of 's', 'ms', "
+                   "'us'): Spark reads integers as seconds, earlier windowkit as microseconds")
+            raise ValueError(msg)
+        check_choice("time_unit", unit, tuple(TIME_UNITS))
+        return col.cast("long") * F.lit(TIME_UNITS[unit])
+    if unit is not None:
+        msg = f"`time_unit` is only for integer `time` columns; got {unit!r} for {dtype}"
+        raise ValueError(msg)
+    if isinstance(dtype, T.TimestampType):
+        return F.unix_micros(col)
+    if isinstance(dtype, T.StringType):
+        return F.unix_micros(F.try_to_timestamp(col))
+    msg = (f"`time` must be a timestamp, timestamp string or integer column (with "
+           f"`time_unit`); got {dtype}")
+    raise ValueError(msg)
