@@ -158,7 +158,7 @@ def test_quoted_values_and_wildcards():
 
 def test_detector_rejects_badly_shaped_rows():
     detector = EpisodeDetector("a fd=1")
-    with pytest.raises(ValueError, match="encoded rows must have 3 columns"):
+    with pytest.raises(ValueError, match="encoded rows must have 4 columns"):
         detector.detect(np.zeros((2, 2), dtype=np.int64))
     with pytest.raises(ValueError, match="needs a 'call' column"):
         detector.encode(pd.DataFrame({"fd": ["1"]}))

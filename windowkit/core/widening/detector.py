@@ -46,6 +46,11 @@ class Detector(ABC):
     """
 
     columns: ClassVar[tuple[str, ...]] = ()
+    #: Index of an encoded column that is 0 exactly for rows that can take no part in a match
+    #: and whose presence changes no match (e.g. calls an episode never names): the operator
+    #: then gives the detector each window's other rows only, in order (positions refer to
+    #: them). None: every row is given.
+    relevance: ClassVar[int | None] = None
 
     @abstractmethod
     def detect(self, window: np.ndarray) -> list[Match]:

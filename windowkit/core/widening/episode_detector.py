@@ -8,10 +8,12 @@ match per *minimal* interval (one holding an occurrence, no shorter interval ins
 one): the occurrence within it whose row positions, listed in written step order, are
 lexicographically smallest.
 
-Rows are encoded once as int64 hashes (column 0 the call name, 1 the return value, then one
-column per argument the episode reads; 0 for a null value). Values compare as text: pandas'
-fixed-key SipHash of the UTF-8 string (the same in every process), so two distinct values that
-collide in 64 bits would compare equal, with probability about 2**-64 per pair.
+Rows are encoded once as int64: column 0 the steps a row can meet by its literals (bit s for
+step s; 0 for a row no step can use, which the operator may leave out of windows), then hashes of
+the call name, the return value and each argument the episode reads (0 for a null value).
+Values compare as text: pandas' fixed-key SipHash of the UTF-8 string (the same in every
+process), so two distinct values that collide in 64 bits would compare equal, with probability
+about 2**-64 per pair.
 """
 
 from __future__ import annotations
@@ -92,6 +94,8 @@ class EpisodeDetector(Detector):
     [(0, 4, 3, 2, 5)]
     """
 
+    relevance = 0
+
     def __init__(self, episode: str | Episode = REMOTE_SHELL) -> None:
         if isinstance(episode, str) and episode.strip() == "remote-shell":
             episode = REMOTE_SHELL
@@ -104,9 +108,15 @@ class EpisodeDetector(Detector):
         """Input columns: ``call``, ``ret`` and the arguments the episode reads."""
         return (CALL, RET, *self.episode.arg_names)
 
+    @property
+    def width(self) -> int:
+        """Encoded columns: the step mask, then one hash per input column."""
+        return 1 + len(self.columns)
+
     def _compile(self) -> None:
         ep = self.episode
-        col_of = {RET: 1, **{name: 2 + i for i, name in enumerate(ep.arg_names)}}
+        # encoded column of each field: 0 holds the step mask, 1 the call, 2 the return value
+        col_of = {RET: 2, **{name: 3 + i for i, name in enumerate(ep.arg_names)}}
         var_of = {name: i for i, name in enumerate(ep.variables)}
         steps = ep.steps
         group = []
@@ -114,10 +124,10 @@ class EpisodeDetector(Detector):
         for g, grp in enumerate(ep.groups):
             group += [g] * len(grp)
         for step in steps:
-            terms = [(0, ("const", step.call))]
+            terms = [(1, ("const", step.call))]
             terms += [(col_of[n], (t.kind, t.value)) for n, t in step.args]
             if step.ret is not None:
-                terms.append((1, (step.ret.kind, step.ret.value)))
+                terms.append((col_of[RET], (step.ret.kind, step.ret.value)))
             for col, (kind, value) in terms:
                 cols.append(col)
                 kinds.append(_KIND[kind])
@@ -144,16 +154,17 @@ class EpisodeDetector(Detector):
         Examples
         --------
         >>> EpisodeDetector("execve exe=$z").encode(pd.DataFrame({"call": ["execve"]})).shape
-        (1, 3)
+        (1, 4)
         """
         if CALL not in rows:
             msg = (f"the episode detector needs a {CALL!r} column; the rows have "
                    f"{list(rows.columns)}")
             raise ValueError(msg)
-        out = np.zeros((len(rows), len(self.columns)), dtype=np.int64)
+        out = np.zeros((len(rows), self.width), dtype=np.int64)
         for j, name in enumerate(self.columns):
             if name in rows:
-                out[:, j] = hash_values(rows[name])
+                out[:, 1 + j] = hash_values(rows[name])
+        out[:, 0] = _step_masks(out, self._ptr, self._cols, self._kinds, self._vals)
         return out
 
     def detect(self, window: np.ndarray) -> list[Match]:
@@ -176,11 +187,11 @@ class EpisodeDetector(Detector):
         ([0, 0, 1], [(0, 1), (2, 3), (1, 2)])
         """
         rows = np.ascontiguousarray(rows, dtype=np.int64)
-        if rows.ndim != 2 or rows.shape[1] != len(self.columns):
-            msg = (f"encoded rows must have {len(self.columns)} columns "
-                   f"{list(self.columns)}; got shape {rows.shape}")
+        if rows.ndim != 2 or rows.shape[1] != self.width:
+            msg = (f"encoded rows must have {self.width} columns (step mask, "
+                   f"{', '.join(self.columns)}); got shape {rows.shape}")
             raise ValueError(msg)
-        masks = _step_masks(rows, self._ptr, self._cols, self._kinds, self._vals)
+        masks = np.ascontiguousarray(rows[:, 0])
         win, pos = _match_windows(rows, masks, np.asarray(starts, dtype=np.int64),
                                   np.asarray(stops, dtype=np.int64), self._group, self._ptr,
                                   self._cols, self._kinds, self._vals, self._n_vars)

@@ -398,8 +398,7 @@ class WindowWidening(StreamOperator):
         last_of_slot[:-1] = groups.slot[1:] != groups.slot[:-1]
         hold = np.flatnonzero(last_of_slot & ~trailing_due)
         if len(hold):
-            lo, hi = groups.lo[hold].tolist(), groups.hi[hold].tolist()
-            rows = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)])
+            rows = _expand(groups.lo[hold], groups.hi[hold])
             self._held[k] = (refs[rows], part[rows])
         else:
             self._held[k] = (refs[:0], part[:0])
@@ -431,8 +430,19 @@ class WindowWidening(StreamOperator):
         self.records_given[k] += int(sizes.sum())
         self.windows_run[k] += len(sizes)
         self.max_window_rows = max(self.max_window_rows, int(sizes.max()))
-        feats = st["feat"][refs]
-        index, matches = self.detector.detect_windows(feats, w_lo, w_hi)
+        given = refs
+        w_slot = slot[w_lo]
+        column = self.detector.relevance
+        if column is not None:
+            # the detector declares the other rows irrelevant: windows keep only its rows
+            keep = st["feat"][refs, column] != 0
+            before = np.concatenate([[0], np.cumsum(keep)])
+            w_lo, w_hi = before[w_lo], before[w_hi]
+            some = w_hi > w_lo
+            w_lo, w_hi, w_start = w_lo[some], w_hi[some], w_start[some]
+            piece, w_slot = piece[some], w_slot[some]
+            given = refs[keep]
+        index, matches = self.detector.detect_windows(st["feat"][given], w_lo, w_hi)
         for i, match in zip(index.tolist(), matches, strict=True):
             if not match:
                 continue
@@ -441,9 +451,9 @@ class WindowWidening(StreamOperator):
             if positions.min() < 0 or positions.max() >= w_hi[i] - a:
                 msg = f"the detector returned positions {match} outside a window of {w_hi[i] - a}"
                 raise ValueError(msg)
-            rows = refs[a + positions]
+            rows = given[a + positions]
             start = int(w_start[i])
-            found.append((int(slot[a]), start + 2 * d, k, start, int(piece[i]),
+            found.append((int(w_slot[i]), start + 2 * d, k, start, int(piece[i]),
                           st["time"][rows].tolist(), st["ord"][rows].tolist()))
 
     def _report(self, found: list) -> pd.DataFrame:
@@ -637,6 +647,19 @@ def _split_levels(refs: np.ndarray, part: np.ndarray, sizes: list, levels: int,
         raise ValueError(msg)
     bounds = np.cumsum([0, *sizes])
     return [(refs[a:b], part[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _expand(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The positions of ranges ``[lo[i], hi[i])``, concatenated.
+
+    Examples
+    --------
+    >>> _expand(np.array([0, 5]), np.array([2, 8])).tolist()
+    [0, 1, 5, 6, 7]
+    """
+    size = hi - lo
+    offset = np.repeat(lo - (np.cumsum(size) - size), size)
+    return np.arange(int(size.sum()), dtype=np.int64) + offset
 
 
 def _pieces(lo: np.ndarray, hi: np.ndarray, start: np.ndarray,
