@@ -25,9 +25,10 @@ from windowkit.core.frames import (
     Framing,
     IncreasingTrend,
 )
-from windowkit.core.frames.custom import CONTINUE, START
+from windowkit.core.frames.custom import CONTINUE, START, ThresholdFraming
 from windowkit.core.operator import EventTimeRunner
 from windowkit.core.serialization import StateFormatError
+from windowkit.reference.frames import threshold_frames_reference
 from windowkit.reference.framings import framings_reference
 from windowkit.testing.streams import (
     BASE_STEP,
@@ -64,7 +65,10 @@ def float_streams(draw, max_keys=3, max_rows=40):
 @st.composite
 def framings(draw):
     """(kind, params, framer factory) for one framing."""
-    kind = draw(st.sampled_from(["boundary", "delta", "aggregate", "increasing", "slow"]))
+    kind = draw(st.sampled_from(["boundary", "delta", "aggregate", "increasing", "slow",
+                                 "threshold"]))
+    if kind == "threshold":
+        return kind, {}, lambda **kw: CustomFramer(ThresholdFraming(), **kw)
     if kind in ("boundary", "delta"):
         params = {"x": draw(st.sampled_from([0.5, 1.0, 2.5]))}
         cls = BoundaryFramer if kind == "boundary" else DeltaFramer
@@ -350,3 +354,28 @@ def test_longest_frames_needs_frame_columns():
 
     with pytest.raises(ValueError, match="`frames` must have columns key, start, last, status"):
         longest_frames(pd.DataFrame({"start": [1]}))
+
+
+@SETTINGS
+@given(df=keyed_streams(), min_duration=durations(), fragment_every=st.one_of(
+    st.none(), durations()), missing=st.sampled_from(["unsatisfied", "satisfying"]),
+    schedule=st.sampled_from([None, BASE_STEP]))
+def test_threshold_framing_gives_the_threshold_oracle_frames(df, min_duration, fragment_every,
+                                                              missing, schedule):
+    # Threshold frames through the custom contract (the route to a liberal extent for them)
+    # against the threshold frames' own oracle: the same frames, conservatively.
+    opts = {"min_duration": min_duration, "fragment_every": fragment_every,
+            "missing": missing, "schedule": schedule}
+    expected = canonical(threshold_frames_reference(df, **opts))
+    values = df.assign(value=df["value"].astype(float).where(df["value"] >= 0))
+    got = run_core(lambda **kw: CustomFramer(ThresholdFraming(), **kw), values, opts)
+    pd.testing.assert_frame_equal(got, expected)
+
+
+def test_liberal_threshold_frames_reach_back_to_the_last_unsatisfying_report():
+    # time   1  2  3  4  5  6  7  8  9  10     F1 (temp > 32), liberal extent:
+    # temp  30 31 33 34 30 34 33 34 35 32     [2, 5) and [5, 10): from the last report at or
+    #          [--------)[--------------)     below 32 to the next one
+    framer = CustomFramer(ThresholdFraming(), extent="liberal")
+    out = framer.update(np.arange(1, 11), (TEMPS > 32).astype(float))
+    assert out[["start", "last", "end"]].values.tolist() == [[2, 4, 5], [5, 9, 10]]

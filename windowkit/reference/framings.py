@@ -16,14 +16,15 @@ For one key (times int64 µs; a value is a float, missing when null, NaN or infi
 3. *Candidate frames* (Definition 3) of a segment are runs of its known rows whose values
    satisfy the local predicate ``holds(values)``:
    boundary: every value in the band of the first (``floor(a / x)`` equal);
-   delta: ``max - min < x``; aggregate: ``f(values) θ x``; increasing: strictly increasing.
+   delta: ``max - min < x``; aggregate: ``f(values) θ x``; increasing: strictly increasing;
+   threshold (values are predicate codes): every value above 0.
 4. *Final frames* (Definition 4, drained partition): the first frame starts at the segment's
    first known row; each next frame starts at the row after the previous one ended.
-   *Maximal* (boundary, delta, increasing, aggregate with ``<``/``<=``): the longest run from
-   the start all of whose prefixes are candidates (a row that is no candidate on its own is in
-   no frame); reported if at least ``min_duration`` long. *Minimal* (aggregate ``>``/``>=``):
-   the shortest run from the start that is a candidate and at least ``min_duration`` long;
-   none if the segment ends first.
+   *Maximal* (boundary, delta, increasing, threshold, aggregate with ``<``/``<=``): the
+   longest run from the start all of whose prefixes are candidates (a row that is no candidate
+   on its own is in no frame); reported if at least ``min_duration`` long. *Minimal*
+   (aggregate ``>``/``>=``): the shortest run from the start that is a candidate and at least
+   ``min_duration`` long; none if the segment ends first.
 5. A frame reports ``start``/``last`` (times of its first and last rows), ``end`` (time of the
    element after ``last``, else ``last + 1``), ``n_tuples`` (elements from first to last),
    ``n_missing``; with ``extent="liberal"`` ``start`` is the time of the element before the
@@ -42,7 +43,7 @@ from windowkit.core.durations import Duration, to_micros
 from windowkit.reference.frames import _fragment_points
 
 OUTPUT_COLUMNS = ["key", "frame_id", "start", "end", "last", "n_tuples", "n_missing", "status"]
-KINDS = ("boundary", "delta", "aggregate", "increasing")
+KINDS = ("boundary", "delta", "aggregate", "increasing", "threshold")
 
 
 def holds(kind: str, params: dict[str, Any], values: list[float]) -> bool:
@@ -60,6 +61,8 @@ def holds(kind: str, params: dict[str, Any], values: list[float]) -> bool:
         return len({math.floor(v / x) for v in values}) == 1
     if kind == "delta":
         return max(values) - min(values) < params["x"]
+    if kind == "threshold":  # predicate codes: every row holds
+        return all(v > 0 for v in values)
     if kind == "increasing":
         return all(b > a for a, b in zip(values, values[1:], strict=False))
     if kind == "aggregate":
@@ -105,7 +108,7 @@ def framings_reference(
     ----------
     df : pandas.DataFrame
         Columns ``key``, ``time`` (int64 µs) and ``value`` (float; NaN/None/inf missing).
-    kind : {"boundary", "delta", "aggregate", "increasing"}
+    kind : {"boundary", "delta", "aggregate", "increasing", "threshold"}
         The framing.
     params : dict
         ``{"x": ...}`` (boundary, delta), ``{"func", "op", "x"}`` (aggregate), ``{}``

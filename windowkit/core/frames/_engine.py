@@ -57,7 +57,6 @@ import numpy as np
 import pandas as pd
 
 from windowkit.core.durations import Duration, to_micros
-from windowkit.core.frames._kernels import decide_builtin
 from windowkit.core.frames.threshold import OUTPUT_SCHEMA, VALUE
 from windowkit.core.operator import KEY, TIME, StreamOperator
 from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
@@ -92,6 +91,10 @@ _MISSING_POLICIES = ("unsatisfied", "satisfying")
 _EXTENTS = ("conservative", "liberal")
 # frame status of a key: nothing open, a frame open, a (minimal) frame waiting for its end
 _IDLE, _OPEN, _PENDING = 0, 1, 2
+# Codes of the built-in framings' compiled decisions (see decide_builtin). The kernels live in
+# this module on purpose: numba's disk cache of the loop below does not notice changes in
+# other modules, so a kernel elsewhere could be served stale from the cache.
+BOUNDARY, DELTA, AGGREGATE, INCREASING, THRESHOLD = 0, 1, 2, 3, 4
 
 
 @dataclass(frozen=True)
@@ -639,6 +642,100 @@ def _order_rows(slot: np.ndarray, time: np.ndarray,
     tie_value = np.where(np.isfinite(value), value, np.inf)
     order = np.lexsort((tie_value, time, slot))
     return slot[order], time[order], value[order]
+
+
+@numba.njit(cache=True)
+def boundary_kernel(state, params, value, time):  # pragma: no cover - compiled
+    """Boundary frames: a row in another band ``floor(value / x)`` starts a frame."""
+    band = np.floor(value / params[0])
+    same = band == state[0]
+    state[0] = band
+    return 2 if same else 3
+
+
+@numba.njit(cache=True)
+def delta_kernel(state, params, value, time):  # pragma: no cover - compiled
+    """Delta frames: continue while ``max - min < x``; otherwise start afresh."""
+    lo = min(state[0], value)
+    hi = max(state[1], value)
+    if state[0] == state[0] and hi - lo < params[0]:
+        state[0] = lo
+        state[1] = hi
+        return 2
+    state[0] = value
+    state[1] = value
+    return 3
+
+
+@numba.njit(cache=True)
+def _aggregate_of(func, count, total, lo, hi):  # pragma: no cover - compiled
+    if func == 0:
+        return count
+    if func == 1:
+        return total
+    if func == 2:
+        return total / count
+    if func == 3:
+        return lo
+    return hi
+
+
+@numba.njit(cache=True)
+def _holds(op, a, x):  # pragma: no cover - compiled
+    if op == 0:
+        return a < x
+    if op == 1:
+        return a <= x
+    if op == 2:
+        return a > x
+    return a >= x
+
+
+@numba.njit(cache=True)
+def aggregate_kernel(state, params, value, time):  # pragma: no cover - compiled
+    """Aggregate frames; state: count, sum, min, max; params: function, comparison, x."""
+    func, op, x = int(params[0]), int(params[1]), params[2]
+    count, total = state[0] + 1, state[1] + value
+    lo, hi = min(state[2], value), max(state[3], value)
+    if op >= 2:  # minimal: add the row, report whether the frame now satisfies
+        state[0], state[1], state[2], state[3] = count, total, lo, hi
+        return 6 if _holds(op, _aggregate_of(func, count, total, lo, hi), x) else 2
+    if _holds(op, _aggregate_of(func, count, total, lo, hi), x):
+        state[0], state[1], state[2], state[3] = count, total, lo, hi
+        return 2
+    if _holds(op, _aggregate_of(func, 1.0, value, value, value), x):
+        state[0], state[1], state[2], state[3] = 1.0, value, value, value
+        return 3
+    state[0], state[1], state[2], state[3] = 0.0, 0.0, np.inf, -np.inf
+    return 1
+
+
+@numba.njit(cache=True)
+def increasing_kernel(state, params, value, time):  # pragma: no cover - compiled
+    """Appendix B's F3: continue while the value rises (False against the initial NaN)."""
+    rising = value > state[0]
+    state[0] = value
+    return 2 if rising else 3
+
+
+@numba.njit(cache=True)
+def threshold_kernel(state, params, value, time):  # pragma: no cover - compiled
+    """Threshold frames over predicate codes: a row that holds (> 0) joins, others skip."""
+    return 2 if value > 0 else 1
+
+
+@numba.njit(cache=True)
+def decide_builtin(kind, state, params, value, time):  # pragma: no cover - compiled
+    """The decision of built-in framing ``kind`` (``BOUNDARY``, ``DELTA``, ...)."""
+    if kind == 0:
+        return boundary_kernel(state, params, value, time)
+    if kind == 1:
+        return delta_kernel(state, params, value, time)
+    if kind == 2:
+        return aggregate_kernel(state, params, value, time)
+    if kind == 3:
+        return increasing_kernel(state, params, value, time)
+    return threshold_kernel(state, params, value, time)
 
 
 @numba.njit(cache=True)

@@ -35,6 +35,7 @@ import numpy as np
 
 from windowkit.core.durations import Duration
 from windowkit.core.frames._engine import (
+    AGGREGATE,
     CONTINUE,
     JOIN,
     SATISFIED,
@@ -44,7 +45,6 @@ from windowkit.core.frames._engine import (
     SequenceFramer,
     SequenceFrameSpec,
 )
-from windowkit.core.frames._kernels import AGGREGATE
 from windowkit.core.frames.custom import Framing
 from windowkit.core.frames.threshold import MissingPolicy
 from windowkit.core.serialization import StateFormatError

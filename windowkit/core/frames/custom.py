@@ -44,20 +44,21 @@ from windowkit.core.durations import Duration
 from windowkit.core.frames._engine import (
     BREAK,
     CONTINUE,
+    INCREASING,
     JOIN,
     SATISFIED,
     SKIP,
     START,
+    THRESHOLD,
     Extent,
     SequenceFramer,
     SequenceFrameSpec,
     Span,
 )
-from windowkit.core.frames._kernels import INCREASING
 from windowkit.core.frames.threshold import MissingPolicy
 
 __all__ = ["BREAK", "CONTINUE", "JOIN", "SATISFIED", "SKIP", "START", "CustomFramer", "Framing",
-           "IncreasingTrend"]
+           "IncreasingTrend", "ThresholdFraming"]
 
 
 class Framing:
@@ -176,6 +177,40 @@ class IncreasingTrend(Framing):
         rising = value > state[0]
         state[0] = value
         return CONTINUE if rising else START
+
+
+class ThresholdFraming(Framing):
+    """Threshold frames written with the contract, for frame extent (appendix F).
+
+    The values are predicate codes: above 0 the predicate holds, 0 (or below) it does not,
+    NaN it is missing. A row that holds joins the frame; any other row is in no frame. Run by
+    :class:`CustomFramer`, this gives the frames of
+    :class:`~windowkit.core.frames.ThresholdFramer` (rows of a key at distinct times; ties are
+    ordered by value here) and adds ``extent="liberal"``: the freezer example, a frame from
+    the last report that did not satisfy the predicate to the next one that does not.
+
+    Examples
+    --------
+    >>> temps = np.array([30, 31, 33, 34, 30, 34, 33, 34, 35, 32])
+    >>> framer = CustomFramer(ThresholdFraming(), extent="liberal")
+    >>> out = framer.update(np.arange(1, 11), (temps > 32).astype(float))
+    >>> out[["start", "last", "end"]].values.tolist()
+    [[2, 4, 5], [5, 9, 10]]
+    """
+
+    span = "maximal"
+    state_size = 1
+    builtin_kind = THRESHOLD
+
+    def decide(self, state: np.ndarray, value: float, time: int) -> int:
+        """Join while the predicate holds; skip the row otherwise.
+
+        Examples
+        --------
+        >>> ThresholdFraming().decide(np.zeros(1), 0.0, 0) == SKIP
+        True
+        """
+        return CONTINUE if value > 0 else SKIP
 
 
 class CustomFramer(SequenceFramer):

@@ -18,8 +18,14 @@ from typing import Any
 import numpy as np
 
 from windowkit.core.durations import Duration
-from windowkit.core.frames._engine import CONTINUE, START, Extent, SequenceFramer, SequenceFrameSpec
-from windowkit.core.frames._kernels import DELTA
+from windowkit.core.frames._engine import (
+    CONTINUE,
+    DELTA,
+    START,
+    Extent,
+    SequenceFramer,
+    SequenceFrameSpec,
+)
 from windowkit.core.frames.boundary import check_boundary
 from windowkit.core.frames.custom import Framing
 from windowkit.core.frames.threshold import MissingPolicy

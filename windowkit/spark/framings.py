@@ -1,0 +1,327 @@
+"""Boundary, delta, aggregate and custom frames on batch and streaming DataFrames; F2.
+
+Each function runs a core framer (``windowkit.core.frames``) per key through the generic
+adapter (``windowkit.spark.adapter.run_operator``) and returns threshold frames' columns:
+``key`` (named after ``by``), ``frame_id``, ``start``, ``end``, ``last``, ``n_tuples``,
+``n_missing``, ``status`` and ``detail``. Rows that cannot be framed (a null or unparsable time,
+a null key) come out with ``status = "malformed"``, rows behind the watermark as ``"late"``,
+with the row as JSON in ``detail`` (:func:`windowkit.spark.split_rejected` separates them). A
+null, NaN or infinite value is a *missing value* for the framing, not a bad row.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from windowkit.core.durations import Duration
+from windowkit.core.frames import (
+    OUTPUT_SCHEMA,
+    VALUE,
+    AggregateFramer,
+    BoundaryFramer,
+    CustomFramer,
+    DeltaFramer,
+    Framing,
+)
+from windowkit.core.frames._engine import SequenceFramer, SequenceFrameSpec
+from windowkit.core.frames.aggregate import AggregateFraming
+from windowkit.core.frames.boundary import BoundaryFraming
+from windowkit.core.frames.delta import DeltaFraming
+from windowkit.core.operator import KEY
+from windowkit.core.validation import check_choice
+from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, run_operator
+
+FRAME_COLUMNS = ["frame_id", "start", "end", "last", "n_tuples", "n_missing", "status"]
+_UNIT_MICROS = {"s": 1_000_000, "ms": 1_000, "us": 1}
+
+
+def boundary_frames(
+    df: DataFrame,
+    time: str | Column,
+    value: str | Column,
+    x: float,
+    by: str | None = None,
+    min_duration: str | int | Duration = "1 rows",
+    missing: str = "unsatisfied",
+    schedule: str | None = None,
+    fragment_every: str | int | Duration | None = None,
+    extent: str = "conservative",
+    late: str | None = "1 minute",
+    shards: int | None = None,
+    time_unit: str | None = None,
+) -> DataFrame:
+    """Frames that change where ``value`` crosses a multiple of ``x``, per ``by`` key.
+
+    Semantics: :class:`windowkit.core.frames.BoundaryFramer`.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The readings (batch or streaming).
+    time : str or Column
+        Event time: a timestamp, date or timestamp-string column, or an integer column with
+        ``time_unit``.
+    value : str or Column
+        The attribute, a column name, Column or SQL expression (cast to double).
+    x : float
+        The boundary.
+    by : str, optional
+        The key column.
+    min_duration, missing, schedule, fragment_every, extent
+        As for the core framer.
+    late : str, optional
+        Streaming only: watermark delay.
+    shards : int, optional
+        Spark groups the keys are hashed into (fixed for a streaming checkpoint's life).
+    time_unit : {"s", "ms", "us"}, optional
+        The unit of an integer ``time``; output times are then integers in that unit.
+
+    Returns
+    -------
+    DataFrame
+        Threshold frames' columns (see the module docstring).
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([("car", t, 0.3 * t) for t in range(10)],
+    ...                            "id string, t long, mile double")
+    >>> out = boundary_frames(df, "t", "mile", 1.0, by="id", time_unit="s")
+    >>> [tuple(r) for r in out.select("start", "last", "end").orderBy("start").collect()]
+    [(0, 3, 4), (4, 6, 7), (7, 9, 10)]
+    """
+    spec = SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every, extent)
+    BoundaryFraming(x)  # validate before Spark runs
+    factory = functools.partial(BoundaryFramer, x, spec=spec)
+    return _frames(df, factory, time, value, by, late, shards, time_unit)
+
+
+def delta_frames(
+    df: DataFrame,
+    time: str | Column,
+    value: str | Column,
+    x: float,
+    by: str | None = None,
+    min_duration: str | int | Duration = "1 rows",
+    missing: str = "unsatisfied",
+    schedule: str | None = None,
+    fragment_every: str | int | Duration | None = None,
+    extent: str = "conservative",
+    late: str | None = "1 minute",
+    shards: int | None = None,
+    time_unit: str | None = None,
+) -> DataFrame:
+    """Frames whose values stay within ``max - min < x``, per ``by`` key (a partition).
+
+    Semantics: :class:`windowkit.core.frames.DeltaFramer`; parameters as for
+    :func:`boundary_frames`.
+
+    Examples
+    --------
+    A freezer, frames closing when it drifts by 2 degrees:
+
+    >>> temps = [-10.0, -9.5, -8.2, -8.0, -11.0, -10.5]
+    >>> df = spark.createDataFrame([("f1", t, v) for t, v in enumerate(temps)],
+    ...                            "freezer string, t long, temp double")
+    >>> out = delta_frames(df, "t", "temp", 2.0, by="freezer", time_unit="s")
+    >>> [tuple(r) for r in out.select("start", "last", "end").orderBy("start").collect()]
+    [(0, 2, 3), (3, 3, 4), (4, 5, 6)]
+    """
+    spec = SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every, extent)
+    DeltaFraming(x)
+    factory = functools.partial(DeltaFramer, x, spec=spec)
+    return _frames(df, factory, time, value, by, late, shards, time_unit)
+
+
+def aggregate_frames(
+    df: DataFrame,
+    time: str | Column,
+    value: str | Column,
+    func: str,
+    op: str,
+    x: float,
+    by: str | None = None,
+    min_duration: str | int | Duration = "1 rows",
+    missing: str = "unsatisfied",
+    schedule: str | None = None,
+    fragment_every: str | int | Duration | None = None,
+    extent: str = "conservative",
+    late: str | None = "1 minute",
+    shards: int | None = None,
+    time_unit: str | None = None,
+) -> DataFrame:
+    """Frames by ``func(value) op x`` per ``by`` key: minimal for ``>``/``>=``, maximal for
+    ``<``/``<=``.
+
+    Semantics: :class:`windowkit.core.frames.AggregateFramer`; ``func`` is one of ``count``,
+    ``sum``, ``mean``, ``min``, ``max``; other parameters as for :func:`boundary_frames`.
+
+    Examples
+    --------
+    Section 3: frames of more than 100 vehicles.
+
+    >>> counts = [40, 50, 30, 60, 45, 10]
+    >>> df = spark.createDataFrame([("s1", 20 * i, c) for i, c in enumerate(counts)],
+    ...                            "sensor string, t long, vehicles int")
+    >>> out = aggregate_frames(df, "t", "vehicles", "sum", ">", 100, by="sensor", time_unit="s")
+    >>> [tuple(r) for r in out.select("start", "last", "end").orderBy("start").collect()]
+    [(0, 40, 60), (60, 80, 100)]
+    """
+    spec = SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every, extent)
+    AggregateFraming(func, op, x)
+    factory = functools.partial(AggregateFramer, func, op, x, spec=spec)
+    return _frames(df, factory, time, value, by, late, shards, time_unit)
+
+
+def custom_frames(
+    df: DataFrame,
+    time: str | Column,
+    value: str | Column,
+    framing: Framing,
+    by: str | None = None,
+    min_duration: str | int | Duration = "1 rows",
+    missing: str = "unsatisfied",
+    schedule: str | None = None,
+    fragment_every: str | int | Duration | None = None,
+    extent: str = "conservative",
+    late: str | None = "1 minute",
+    shards: int | None = None,
+    time_unit: str | None = None,
+) -> DataFrame:
+    """Frames of a user's :class:`~windowkit.core.frames.Framing`, per ``by`` key.
+
+    The framing's class must be importable by Spark's Python workers (defined in a module,
+    not in ``__main__``). Other parameters as for :func:`boundary_frames`.
+
+    Examples
+    --------
+    Appendix B's F3: maximal periods of increasing temperature over at least three reports.
+
+    >>> from windowkit.core.frames import IncreasingTrend
+    >>> temps = [30, 31, 33, 34, 30, 34, 33, 34, 35, 32]
+    >>> df = spark.createDataFrame([("s1", t, x) for t, x in enumerate(temps, 1)],
+    ...                            "sensor string, t long, temp int")
+    >>> out = custom_frames(df, "t", "temp", IncreasingTrend(), by="sensor",
+    ...                     min_duration="3 rows", time_unit="s")
+    >>> [tuple(r) for r in out.select("start", "last", "end").orderBy("start").collect()]
+    [(1, 4, 5), (7, 9, 10)]
+    """
+    if not isinstance(framing, Framing):
+        msg = f"`framing` must be a windowkit Framing; got {type(framing).__name__}"
+        raise ValueError(msg)
+    spec = SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every, extent)
+    CustomFramer(framing, spec=spec)  # validate (e.g. fragments of a minimal framing)
+    factory = functools.partial(CustomFramer, framing, spec=spec)
+    return _frames(df, factory, time, value, by, late, shards, time_unit)
+
+
+def longest_frame(frames: DataFrame, by: str | None = None) -> DataFrame:
+    """Appendix B's F2: the longest final frames (``last - start``), per ``by`` or overall.
+
+    F2 is not computable on an unbounded stream ("the existence of a frame is not definite
+    until all the input has been seen"): ``frames`` must be a batch DataFrame, the output of
+    any frames function on a bounded input. Ties keep every frame of the maximum length.
+
+    Parameters
+    ----------
+    frames : DataFrame
+        Frames (``start``, ``last``, ``status`` columns); partial and rejected rows are ignored.
+    by : str, optional
+        The key column: the longest frames of each key; None for the longest overall.
+
+    Returns
+    -------
+    DataFrame
+        The longest final frames.
+
+    Raises
+    ------
+    ValueError
+        On a streaming DataFrame.
+
+    Examples
+    --------
+    >>> from windowkit.spark import threshold_frames
+    >>> temps = [30, 31, 33, 34, 30, 34, 33, 34, 35, 32]
+    >>> df = spark.createDataFrame([("s1", t, x) for t, x in enumerate(temps, 1)],
+    ...                            "sensor string, s long, temp int")
+    >>> df = df.withColumn("t", F.timestamp_seconds("s"))
+    >>> f2 = longest_frame(threshold_frames(df, "t", "temp > 32", by="sensor"), by="sensor")
+    >>> f2.select("n_tuples").collect()
+    [Row(n_tuples=4)]
+    """
+    if frames.isStreaming:
+        msg = ("`frames` is a streaming DataFrame: the longest frame (Appendix B's F2) is "
+               "known only once the input has ended; run longest_frame on a batch DataFrame "
+               "(e.g. the frames written by a stream, read back as a table)")
+        raise ValueError(msg)
+    final = frames.filter(F.col("status") == "final")
+    length = _as_long(final, "last") - _as_long(final, "start")
+    final = final.withColumn("wk_length", length)
+    window = Window.partitionBy(by) if by is not None else Window.partitionBy(F.lit(0))
+    best = final.withColumn("wk_best", F.max("wk_length").over(window))
+    return best.filter(F.col("wk_length") == F.col("wk_best")).drop("wk_length", "wk_best")
+
+
+def _as_long(df: DataFrame, name: str) -> Column:
+    if isinstance(df.schema[name].dataType, (T.TimestampType, T.TimestampNTZType)):
+        return F.unix_micros(F.col(name).cast("timestamp"))
+    return F.col(name).cast("long")
+
+
+def _frames(
+    df: DataFrame,
+    factory: Callable[[], SequenceFramer],
+    time: str | Column,
+    value: str | Column,
+    by: str | None,
+    late: str | None,
+    shards: int | None,
+    time_unit: str | None,
+) -> DataFrame:
+    """Run ``factory``'s framer over ``df``; the shared output of every framing."""
+    time_col = F.col(time) if isinstance(time, str) else time
+    integer_time = isinstance(df.select(time_col).schema.fields[0].dataType, T.IntegralType)
+    if integer_time:
+        if time_unit is None:
+            msg = ("`time_unit` must be one of 's', 'ms', 'us' for an integer `time` column; "
+                   "got None")
+            raise ValueError(msg)
+        check_choice("time_unit", time_unit, tuple(_UNIT_MICROS))
+        time_col = F.timestamp_micros(time_col.cast("long") * F.lit(_UNIT_MICROS[time_unit]))
+    elif time_unit is not None:
+        msg = f"`time_unit` is only for an integer `time` column; got {time_unit!r}"
+        raise ValueError(msg)
+    value_col = (F.expr(value) if isinstance(value, str) else value).cast("double")
+    job = OperatorJob(factory=factory, schema=OUTPUT_SCHEMA, inputs={VALUE: value_col})
+    out = run_operator(df, job, time=time_col, key=by, shards=shards, late=late)
+    out = out.withColumn("status", F.coalesce(F.col(REJECTED), F.col("status"))).drop(REJECTED)
+    if integer_time:
+        for c in ("start", "end", "last"):
+            # ceil: exact for the input's own times; `end = last + 1 µs` (no next report at
+            # the end of the input) becomes last + 1 unit, so [start, end) still holds `last`
+            micros = F.unix_micros(F.col(c).cast("timestamp"))
+            unit = F.lit(_UNIT_MICROS[time_unit])
+            out = out.withColumn(c, -F.floor(-micros / unit))
+    key_name = by if by is not None else KEY
+    if by is not None:
+        out = out.withColumn(KEY, F.col(KEY).cast(df.schema[by].dataType))
+    out = out.withColumnRenamed(KEY, key_name)
+    return out.select(key_name, *FRAME_COLUMNS, DETAIL_OUT)
+
+
+def framing_functions() -> dict[str, Any]:
+    """The frames functions of this module by kind (for the CLI's ``--kind``).
+
+    Examples
+    --------
+    >>> sorted(framing_functions())
+    ['aggregate', 'boundary', 'custom', 'delta']
+    """
+    return {"boundary": boundary_frames, "delta": delta_frames,
+            "aggregate": aggregate_frames, "custom": custom_frames}
