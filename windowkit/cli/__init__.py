@@ -11,7 +11,7 @@ import importlib
 import sys
 
 SUBCOMMAND_MODULES = ("windowkit.cli.frames", "windowkit.cli.demo", "windowkit.cli.countmin",
-                      "windowkit.cli.persistent")
+                      "windowkit.cli.persistent", "windowkit.cli.widen")
 
 
 def build_parser() -> argparse.ArgumentParser:

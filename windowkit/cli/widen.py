@@ -1,0 +1,156 @@
+"""``windowkit widen``: progressive window widening over a system-call trace or a table.
+
+Text traces (``--format strace`` or ``syscalls``) are converted on the driver and run through
+the core operator, no Spark needed; their unparsable lines are counted and written apart.
+Tables (``csv``, ``json``, ``parquet``) go through Spark's ``widen_detect``, as a batch job or,
+with ``--stream``, as Structured Streaming over the files of ``--input``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import pandas as pd
+
+from windowkit.core.durations import to_micros
+from windowkit.core.widening import EpisodeDetector, WideningConfig, WindowWidening
+
+TEXT_FORMATS = ("strace", "syscalls")
+TABLE_FORMATS = ("csv", "json", "parquet")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``widen`` subcommand.
+
+    Examples
+    --------
+    >>> from windowkit.cli import build_parser
+    >>> args = build_parser().parse_args(["widen", "--input", "t.strace", "--format", "strace",
+    ...     "--max-duration", "10 seconds", "--output", "out"])
+    >>> args.episode, args.base, args.max_length
+    ('remote-shell', '1 second', 32)
+    """
+    p = subparsers.add_parser(
+        "widen",
+        help="a pattern detector over windows of doubling duration (progressive widening)",
+        description="Progressive window widening: run an episode detector over sliding "
+                    "windows of --base * 2**k per key, at most 4 * --max-length rows each. "
+                    "Writes OUTPUT/detections and OUTPUT/rejected.",
+    )
+    p.add_argument("--input", required=True, help="trace file, or table file/directory")
+    p.add_argument("--format", choices=TEXT_FORMATS + TABLE_FORMATS, default="strace",
+                   help="strace -f -tt output, the paper's syscall lines, or a table")
+    p.add_argument("--episode", default="remote-shell",
+                   help="episode file (the text form), or 'remote-shell' (the paper's)")
+    p.add_argument("--base", default="1 second", help="base batch duration d0")
+    p.add_argument("--max-length", type=int, default=32, help="L: rows a pattern spans")
+    p.add_argument("--max-duration", default=None, help="T: longest pattern duration")
+    p.add_argument("--levels", type=int, default=None, help="number of levels instead of T")
+    p.add_argument("--report", choices=("first", "all"), default="first")
+    p.add_argument("--key", choices=("pid", "host"), default="pid",
+                   help="strace: one key per process or one for the host")
+    p.add_argument("--unit", default="1 second", help="syscalls: time between two lines")
+    p.add_argument("--time", default="time", help="tables: event-time column")
+    p.add_argument("--by", default=None, help="tables: key column")
+    p.add_argument("--output", required=True, help="output directory")
+    p.add_argument("--master", default=None, help="tables: Spark master (default local[*])")
+    p.add_argument("--stream", action="store_true", help="tables: Structured Streaming")
+    p.add_argument("--checkpoint", default=None, help="checkpoint directory for --stream")
+    p.add_argument("--max-files-per-trigger", type=int, default=1)
+    p.add_argument("--late", default="1 minute", help="--stream: watermark delay")
+    p.set_defaults(func=run)
+
+
+def load_episode(spec: str) -> EpisodeDetector:
+    """The detector of ``--episode``: a file's episode or ``remote-shell``; errors name the file.
+
+    Examples
+    --------
+    >>> load_episode("remote-shell").episode.arg_names
+    ('exe', 'fd')
+    """
+    if spec.strip() == "remote-shell":
+        return EpisodeDetector("remote-shell")
+    if not os.path.isfile(spec):
+        msg = f"`--episode` must be 'remote-shell' or an episode file; no file {spec!r}"
+        raise ValueError(msg)
+    with open(spec, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        return EpisodeDetector(text)
+    except ValueError as exc:
+        msg = f"{spec}: {exc}"
+        raise ValueError(msg) from exc
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the ``widen`` subcommand; return the exit code."""
+    detector = load_episode(args.episode)
+    config = WideningConfig.create(args.base, args.max_length, args.max_duration, args.levels,
+                                   args.report)
+    os.makedirs(args.output, exist_ok=True)
+    if args.format in TEXT_FORMATS:
+        return _run_trace(args, detector, config)
+    return _run_table(args, detector, config)
+
+
+def _run_trace(args: argparse.Namespace, detector: EpisodeDetector,
+               config: WideningConfig) -> int:
+    from windowkit.core.widening.syscalls import read_strace, read_syscalls
+
+    with open(args.input, encoding="utf-8", errors="replace") as f:
+        if args.format == "strace":
+            rows, rejected = read_strace(f, key=args.key)
+        else:
+            rows, rejected = read_syscalls(f, unit=to_micros(args.unit, "unit"))
+    op = WindowWidening(detector, config=config)
+    found = pd.concat([op.process(rows), op.finish()], ignore_index=True) if len(rows) \
+        else op.empty_output()
+    found.to_csv(os.path.join(args.output, "detections.csv"), index=False)
+    rejected.to_csv(os.path.join(args.output, "rejected.csv"), index=False)
+    print(f"{len(rows)} calls read, {len(rejected)} lines set aside "
+          f"({_counts(rejected)}), {len(found)} detections")
+    if len(found):
+        print(found[["key", "level", "first_time", "last_time", "detected_at"]].to_string(
+            index=False))
+    print(f"detections: {os.path.join(args.output, 'detections.csv')}\n"
+          f"rejected:   {os.path.join(args.output, 'rejected.csv')}")
+    return 0
+
+
+def _counts(rejected: pd.DataFrame) -> str:
+    if not len(rejected):
+        return "none"
+    return ", ".join(f"{n} {reason}" for reason, n in rejected["reason"].value_counts().items())
+
+
+def _run_table(args: argparse.Namespace, detector: EpisodeDetector,
+               config: WideningConfig) -> int:
+    from windowkit.cli.common import read_input
+    from windowkit.spark import split_detections, widen_detect, windowkit_session
+
+    spark = windowkit_session(args.master, app_name="windowkit widen")
+    df = read_input(spark, args)
+    result = widen_detect(df, args.time, by=args.by, detector=detector, base=config.base,
+                          max_length=config.max_length, levels=config.levels,
+                          report=config.report, late=args.late)
+    found_path = os.path.join(args.output, "detections")
+    rejected_path = os.path.join(args.output, "rejected")
+    if df.isStreaming:
+        query = (result.writeStream.format("parquet").option("path", found_path)
+                 .option("checkpointLocation", args.checkpoint).start())
+        try:
+            query.processAllAvailable()
+        finally:
+            query.stop()
+        print(f"detections and rejected rows: {found_path}")
+        return 0
+    result = result.cache()
+    found, rejected = split_detections(result)
+    found.write.mode("overwrite").parquet(found_path)
+    rejected.write.mode("overwrite").parquet(rejected_path)
+    print(f"{found.count()} detections, {rejected.count()} rows set aside", file=sys.stdout)
+    print(f"detections: {found_path}\nrejected:   {rejected_path}")
+    return 0
