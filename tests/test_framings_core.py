@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import pickle
 
+import numba
 import numpy as np
 import pandas as pd
 import pytest
@@ -53,6 +54,38 @@ class SlowIncreasingTrend(Framing):
         rising = value > state[0]
         state[0] = value
         return CONTINUE if rising else START
+
+
+@numba.njit
+def _falling_kernel(state, params, value, time):  # pragma: no cover - compiled
+    falling = value < state[0] - params[0]
+    state[0] = value
+    return 2 if falling else 3
+
+
+class FallingBy(Framing):
+    """A user framing with a numba fast path: frames of values falling by more than x."""
+
+    state_size = 1
+    kernel = _falling_kernel
+
+    def __init__(self, x: float = 0.0) -> None:
+        self.x = x
+
+    def decide(self, state, value, time):
+        falling = value < state[0] - self.x
+        state[0] = value
+        return CONTINUE if falling else START
+
+    def kernel_params(self):
+        return np.array([self.x])
+
+    def get_params(self):
+        return {"x": self.x}
+
+
+class FallingByInPython(FallingBy):
+    kernel = None
 
 
 @st.composite
@@ -379,3 +412,14 @@ def test_liberal_threshold_frames_reach_back_to_the_last_unsatisfying_report():
     framer = CustomFramer(ThresholdFraming(), extent="liberal")
     out = framer.update(np.arange(1, 11), (TEMPS > 32).astype(float))
     assert out[["start", "last", "end"]].values.tolist() == [[2, 4, 5], [5, 9, 10]]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), df=float_streams())
+def test_a_user_numba_kernel_gives_the_frames_of_its_python_decide(data, df):
+    opts = data.draw(options("custom", {}))
+    compiled = run_core(lambda **kw: CustomFramer(FallingBy(0.5), **kw), df, opts)
+    python = run_core(lambda **kw: CustomFramer(FallingByInPython(0.5), **kw), df, opts)
+    pd.testing.assert_frame_equal(compiled, python)
+    again = CustomFramer.from_bytes(CustomFramer(FallingBy(0.5), **opts).to_bytes())
+    assert isinstance(again.framing, FallingBy) and again.framing.x == 0.5
