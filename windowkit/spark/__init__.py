@@ -26,6 +26,7 @@ _MODULE_OF = {
     "custom_frames": "framings",
     "delta_frames": "framings",
     "longest_frame": "framings",
+    "fill_frames": "fill",
     "threshold_frames": "frames",
     "exact_persistent_items": "persistent",
     "persistent_items": "persistent",

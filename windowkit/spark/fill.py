@@ -1,0 +1,231 @@
+"""``fill_frames``: attach or aggregate the rows of another DataFrame in each frame (Def. 6).
+
+A frame filling takes a filler S' (the same stream, another stream, or a stored table), the
+framing modified by g, and a query Q. Here g shifts each frame to ``[start - before,
+end + after)`` (a partial fragment, which has no ``end`` yet, covers ``[start - before,
+last + after]``), and Q attaches the filler rows that fall in it, or aggregates them.
+
+* Batch: an equi-join on time *buckets*, not a range join: each frame is exploded into the
+  buckets its shifted interval touches, each filler row falls in one bucket, and the join on
+  ``(key, bucket)`` is then filtered by the exact interval. A frame meets only the rows of
+  nearby buckets, so the cost grows with rows and frame lengths, not with rows × frames.
+* Streaming frames and a stored table (batch ``data``): a stream-static join of each frame
+  row (partial fragments included, as they come) with the table.
+* Streaming frames and a streaming filler: the paper's Between-Join, a stream-stream join on
+  the time range with watermarks on both sides. A filler row leaves Spark's join state once
+  the watermark passes ``time + max_frame_length + before`` (a frame can claim it no later),
+  a fragment once the watermark passes its interval's end. Filler rows behind the watermark
+  cannot be joined: Spark drops and counts them (:func:`late_filler_rows` reads the count).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from windowkit.core.durations import to_micros
+
+_UNIT_MICROS = {"s": 1_000_000, "ms": 1_000, "us": 1}
+_LO, _HI, _BUCKET, _T, _FT = "wk_lo", "wk_hi", "wk_bucket", "wk_t", "wk_frame_time"
+
+
+def fill_frames(
+    frames: DataFrame,
+    data: DataFrame,
+    time: str,
+    by: str | None = None,
+    before: str = "30 seconds",
+    after: str = "0 seconds",
+    aggregates: Mapping[str, Column] | Sequence[Column] | None = None,
+    statuses: Sequence[str] = ("final",),
+    bucket: str = "1 minute",
+    max_frame_length: str = "1 hour",
+    late: str = "1 minute",
+    time_unit: str | None = None,
+) -> DataFrame:
+    """Fill frames with the rows of ``data`` in ``[start - before, end + after)``.
+
+    Parameters
+    ----------
+    frames : DataFrame
+        Output of a frames function (``start``, ``end``, ``last``, ``status``, ...), batch or
+        streaming; rows whose status is not in ``statuses`` are ignored.
+    data : DataFrame
+        The filler rows: the same stream, another stream, or a stored table.
+    time : str
+        The filler's event-time column (a timestamp, or an integer with ``time_unit``).
+    by : str, optional
+        A key column of both: each frame gets only its own key's rows. None fills every
+        frame with the rows of all keys.
+    before, after : str
+        How far the interval reaches before ``start`` and after ``end`` (``"0 seconds"`` for
+        none).
+    aggregates : dict of str to Column, or list of Column, optional
+        Aggregate expressions over the filler's columns (e.g. ``{"n": F.count("x")}``): one
+        row per frame, frames without rows included (``count`` gives 0, others null). None
+        attaches the rows: one output row per (frame, filler row).
+    statuses : sequence of str
+        Which frame rows to fill: ``("final",)`` (default), or ``("partial", "final")`` to
+        fill fragments as they come on a stream.
+    bucket : str
+        Batch and stream-static: the width of the time buckets of the join.
+    max_frame_length : str
+        Stream-stream only: the longest shifted frame interval; filler rows older than the
+        watermark by more than this are dropped from the join's state.
+    late : str
+        Streaming only: watermark delay of the frames and of a streaming filler.
+    time_unit : {"s", "ms", "us"}, optional
+        The unit of integer times (frames' and filler's); None for timestamps.
+
+    Returns
+    -------
+    DataFrame
+        The frames' columns (``detail`` dropped) and the filler's (its ``by`` column dropped;
+        names the frames also have get a ``filler_`` prefix), or with ``aggregates`` the
+        frames' columns and one column per aggregate.
+
+    Examples
+    --------
+    >>> frames = spark.createDataFrame([("r1", 0, 100, 200, 150, "final")],
+    ...     "router string, frame_id long, start long, end long, last long, status string")
+    >>> bgp = spark.createDataFrame([("r1", t) for t in (60, 75, 120, 199, 200, 250)],
+    ...                             "router string, t long")
+    >>> out = fill_frames(frames, bgp, "t", by="router", aggregates={"n": F.count("t")},
+    ...                   time_unit="s")
+    >>> out.select("frame_id", "n").collect()
+    [Row(frame_id=0, n=3)]
+    """
+    before_us = _micros_or_zero(before, "before")
+    after_us = _micros_or_zero(after, "after")
+    bucket_us = to_micros(bucket, "bucket")
+    missing = [c for c in ("start", "end", "last", "status") if c not in frames.columns]
+    if missing:
+        msg = f"`frames` must have columns start, end, last, status; missing {missing}"
+        raise ValueError(msg)
+    if time not in data.columns:
+        msg = f"`time` must be a column of `data`; got {time!r} (columns: {data.columns})"
+        raise ValueError(msg)
+    if by is not None and (by not in frames.columns or by not in data.columns):
+        msg = f"`by` must be a column of both `frames` and `data`; got {by!r}"
+        raise ValueError(msg)
+    if time_unit is not None and time_unit not in _UNIT_MICROS:
+        msg = f"`time_unit` must be one of 's', 'ms', 'us'; got {time_unit!r}"
+        raise ValueError(msg)
+    if data.isStreaming and not frames.isStreaming:
+        msg = ("`data` is streaming but `frames` is not: read the frames as a stream too, or "
+               "fill the stored frames from the filler's stored rows")
+        raise ValueError(msg)
+
+    frame_cols = [c for c in frames.columns if c != "detail"]
+    renamed = {c: f"filler_{c}" for c in data.columns if c in frame_cols and c != by}
+    filler_cols = [renamed.get(c, c) for c in data.columns if c != by]
+    fr = frames.filter(F.col("status").isin(*statuses)).select(*frame_cols)
+    start, end, last = (_micros(frames, c, time_unit) for c in ("start", "end", "last"))
+    fr = fr.withColumn(_LO, start - F.lit(before_us))
+    fr = fr.withColumn(_HI, F.coalesce(end, last + F.lit(1)) + F.lit(after_us))
+    dt = data
+    for old, new in renamed.items():
+        dt = dt.withColumnRenamed(old, new)
+    dt = dt.withColumn(_T, _micros(data, time, time_unit))
+    if by is not None:
+        dt = dt.withColumnRenamed(by, f"wk_by_{by}")
+
+    if frames.isStreaming and data.isStreaming:
+        joined = _between_join(fr, dt, by, before_us, max_frame_length, late)
+    else:
+        if frames.isStreaming:
+            fr = fr.withColumn(_FT, F.timestamp_micros(F.col(_HI))).withWatermark(_FT, late)
+        joined = _bucket_join(fr, dt, by, bucket_us)
+    if aggregates is None:
+        return joined.select(*frame_cols, *filler_cols)
+    exprs = (list(aggregates) if not isinstance(aggregates, Mapping)
+             else [col.alias(name) for name, col in aggregates.items()])
+    if frames.isStreaming:
+        # one group per frame row, settled when the watermark passes the interval's end
+        return joined.groupBy(*frame_cols, _FT).agg(*exprs).drop(_FT)
+    counted = joined.groupBy(*frame_cols).agg(*exprs)
+    # frames without any row: present, with the aggregates of an empty set
+    empty = fr.select(*frame_cols).join(counted.select(*frame_cols), frame_cols, "left_anti")
+    names = [c for c in counted.columns if c not in frame_cols]
+    zero = _empty_aggregates(data, exprs, names)
+    return counted.unionByName(empty.crossJoin(zero))
+
+
+def late_filler_rows(query: Any) -> int:
+    """Filler rows a streaming fill dropped because they came behind the watermark.
+
+    Spark counts them per stateful operator (``numRowsDroppedByWatermark``); this sums the
+    counts over the query's recent progress reports.
+
+    Examples
+    --------
+    >>> class Query:
+    ...     recentProgress = [{"stateOperators": [{"numRowsDroppedByWatermark": 2}]}]
+    >>> late_filler_rows(Query())
+    2
+    """
+    total = 0
+    for progress in query.recentProgress:
+        report = progress if isinstance(progress, dict) else progress.json_dict()
+        for op in report.get("stateOperators", []):
+            total += int(op.get("numRowsDroppedByWatermark", 0))
+    return total
+
+
+def _bucket_join(fr: DataFrame, dt: DataFrame, by: str | None, bucket_us: int) -> DataFrame:
+    """Equi-join on (key, time bucket), then the exact interval."""
+    width = F.lit(bucket_us)
+    first = F.floor(F.col(_LO) / width)
+    final = F.floor((F.col(_HI) - F.lit(1)) / width)
+    fr = fr.withColumn(_BUCKET, F.explode(F.sequence(first, F.greatest(first, final))))
+    dt = dt.withColumn(_BUCKET, F.floor(F.col(_T) / width))
+    on = fr[_BUCKET] == dt[_BUCKET]
+    if by is not None:
+        on = on & (fr[by] == dt[f"wk_by_{by}"])
+    on = on & (dt[_T] >= fr[_LO]) & (dt[_T] < fr[_HI])
+    return fr.join(dt, on, "inner")
+
+
+def _between_join(fr: DataFrame, dt: DataFrame, by: str | None, before_us: int,
+                  max_frame_length: str, late: str) -> DataFrame:
+    """Stream-stream join on the time range; watermarks bound both sides' state."""
+    longest = to_micros(max_frame_length, "max_frame_length")
+    fr = fr.withColumn(_FT, F.timestamp_micros(F.col(_HI))).withWatermark(_FT, late)
+    dt = dt.withColumn("wk_filler_time", F.timestamp_micros(F.col(_T)))
+    dt = dt.withWatermark("wk_filler_time", late)
+    on = (dt["wk_filler_time"] < fr[_FT]) & (
+        dt["wk_filler_time"] >= fr[_FT] - F.expr(f"INTERVAL {longest + before_us} MICROSECONDS"))
+    if by is not None:
+        on = on & (fr[by] == dt[f"wk_by_{by}"])
+    on = on & (dt[_T] >= fr[_LO]) & (dt[_T] < fr[_HI])
+    return fr.join(dt, on, "inner")
+
+
+def _empty_aggregates(data: DataFrame, exprs: list[Column], names: list[str]) -> DataFrame:
+    """One row: the aggregates over no rows (counts 0, others null)."""
+    return data.limit(0).agg(*exprs).select(*names) if names else data.limit(0).agg(*exprs)
+
+
+def _micros(df: DataFrame, name: str, time_unit: str | None) -> Column:
+    dtype = df.schema[name].dataType
+    if isinstance(dtype, T.IntegralType):
+        if time_unit is None:
+            msg = f"`time_unit` must be one of 's', 'ms', 'us' for integer column {name!r}"
+            raise ValueError(msg)
+        return F.col(name).cast("long") * F.lit(_UNIT_MICROS[time_unit])
+    if isinstance(dtype, (T.TimestampType, T.TimestampNTZType, T.DateType)):
+        return F.unix_micros(F.col(name).cast("timestamp"))
+    msg = f"column {name!r} must be a timestamp or an integer time; got {dtype}"
+    raise ValueError(msg)
+
+
+def _micros_or_zero(value: str | int, name: str) -> int:
+    if isinstance(value, str) and value.strip().split(" ")[0] in ("0", "0.0"):
+        return 0
+    if value == 0:
+        return 0
+    return to_micros(value, name)
