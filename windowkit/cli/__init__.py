@@ -11,7 +11,8 @@ import importlib
 import sys
 
 SUBCOMMAND_MODULES = ("windowkit.cli.frames", "windowkit.cli.demo", "windowkit.cli.countmin",
-                      "windowkit.cli.persistent", "windowkit.cli.widen")
+                      "windowkit.cli.persistent", "windowkit.cli.widen",
+                      "windowkit.cli.multigranular")
 
 
 def build_parser() -> argparse.ArgumentParser:
