@@ -24,7 +24,7 @@ from windowkit.core.widening import (
 from windowkit.reference.widening import reference_windows, widening_reference
 from windowkit.testing.streams import shuffled_within, split_frame, split_points
 
-SETTINGS = settings(max_examples=30, deadline=None,
+SETTINGS = settings(max_examples=20, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 configs = st.builds(

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from windowkit.core.widening import REMOTE_SHELL, EpisodeDetector, parse_episode
 from windowkit.reference.episodes import minimal_matches, occurrences
 
-SETTINGS = settings(max_examples=100, deadline=None,
+SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 CALLS = ["a", "b", "c"]
