@@ -303,3 +303,22 @@ def test_inconsistent_state_arrays_raise_state_format_error():
     del arrays["cells0"]
     with pytest.raises(StateFormatError, match="MultiGranularAggregator state is corrupt"):
         MultiGranularAggregator.from_bytes(pack_state(op.FORMAT_TAG, 1, meta, arrays))
+
+
+def test_connection_generator_has_bursts_and_recurring_sources():
+    from windowkit.datasets.connections import Burst, connection_records
+
+    burst = Burst(start=20.0, length=5.0, factor=8.0, source=3)
+    df = connection_records(duration=60, rate=200, n_sources=50, bursts=[burst],
+                            recurring_every=(4.0, 15.0), start=0, seed=5)
+    assert df["time"].is_monotonic_increasing and df["time"].between(0, 60_000_000).all()
+    inside = df["time"].between(20_000_000, 25_000_000 - 1)
+    # the burst source's rate inside the burst is many times its rate outside
+    rate_in = (inside & (df["source"] == 3)).sum() / 5
+    rate_out = (~inside & (df["source"] == 3)).sum() / 55
+    assert rate_in > 5 * rate_out
+    # recurring sources (ids 50 and 51) come back once per period
+    assert (df["source"] == 50).sum() == 15 and (df["source"] == 51).sum() == 4
+    again = connection_records(duration=60, rate=200, n_sources=50, bursts=[burst],
+                               recurring_every=(4.0, 15.0), start=0, seed=5)
+    pd.testing.assert_frame_equal(df, again)
