@@ -30,19 +30,20 @@ def run_cli(tmp_path, *extra):
     out = tmp_path / "out"
     code = main(["frames", "--input", str(tmp_path / "in"), "--format", "csv", "--time", "ts",
                  "--by", "router", "--when", "loss_rate > 0.003", "--min-duration", "3 rows",
-                 "--output", str(out), *extra])
+                 "--output", str(out), *extra])  # a later --min-duration in extra wins
     assert code == 0
     return pd.read_parquet(out / "frames"), pd.read_parquet(out / "rejected")
 
 
 def test_cli_frames_batch_sets_malformed_rows_aside(spark, tmp_path):
-    # r1: .  #  #  ?  #  .      '?' = 'n/a' cannot be evaluated: the row is set aside; with
-    #        [----------)        no schedule it is not a report, so # # # is one 3-row frame
+    # r1: .  #  #  ?  #  .      '?' = 'n/a' cannot be evaluated: a report of unknown value,
+    #        [----)  [-)        set aside as malformed and a missing value for the framing,
+    #                           which breaks the frame (issue 16; it was bridged before)
     # r2: #  #  #  .            the row with an unparsable time is set aside
     #     [-------)
-    frames, rejected = run_cli(tmp_path)
-    final = frames[frames["status"] == "final"].sort_values("router")
-    assert final[["router", "n_tuples"]].values.tolist() == [["r1", 3], ["r2", 3]]
+    frames, rejected = run_cli(tmp_path, "--min-duration", "1 rows")
+    final = frames[frames["status"] == "final"].sort_values(["router", "start"])
+    assert final[["router", "n_tuples"]].values.tolist() == [["r1", 2], ["r1", 1], ["r2", 3]]
     assert sorted(rejected["status"]) == ["malformed", "malformed"]
     assert any("not-a-time" in d for d in rejected["detail"])
     assert any("n/a" in d for d in rejected["detail"])
@@ -65,3 +66,30 @@ def test_cli_rejects_bad_parameters_with_a_clear_message(capsys):
                  "--schedule", "soon"])
     assert code == 2
     assert "`schedule` must be a positive duration" in capsys.readouterr().out
+
+
+def test_cli_reads_standard_csv_quoting_issue16(spark, tmp_path):
+    (tmp_path / "in.csv").write_text(
+        'router,ts,loss_rate,note\n'
+        'r1,2024-01-01 00:00:00,0.004,"plain"\n'
+        'r1,2024-01-01 00:00:30,0.005,"a,""quoted"" note"\n'
+        'r1,2024-01-01 00:01:00,0.001,x\n')
+    out = tmp_path / "out"
+    assert main(["frames", "--input", str(tmp_path / "in.csv"), "--time", "ts", "--by",
+                 "router", "--when", "loss_rate > 0.003", "--output", str(out)]) == 0
+    frames = pd.read_parquet(out / "frames")
+    assert frames[["n_tuples", "status"]].values.tolist() == [[2, "final"]]
+    assert len(pd.read_parquet(out / "rejected")) == 0  # the quoted row is not malformed
+
+
+def test_cli_predicate_mistakes_are_one_line_with_spark_hint_issue16(spark, tmp_path, capsys):
+    (tmp_path / "in.csv").write_text(CSV)
+    base = ["frames", "--input", str(tmp_path / "in.csv"), "--time", "ts",
+            "--output", str(tmp_path / "out")]
+    assert main([*base, "--when", "los_rate > 0.003"]) == 2
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("windowkit: error: `--when` 'los_rate > 0.003':")
+    assert "loss_rate" in line and "\n" not in line  # Spark's "did you mean" is kept
+    assert main([*base, "--when", "loss_rate >> 0.003"]) == 2
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("windowkit: error: `--when`") and "\n" not in line

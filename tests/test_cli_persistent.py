@@ -27,7 +27,7 @@ def test_batch_sketch_and_exact(spark, tmp_path, capsys):
     png = tmp_path / "top.png"
     assert main([*argv, "--output", str(out), "--plot", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    rows = spark.read.parquet(str(out)).orderBy("window_end_slot", "ip").collect()
+    rows = spark.read.parquet(str(out / "persistent")).orderBy("window_end_slot", "ip").collect()
     first = 1_704_067_200 // 10  # 2024-01-01 00:00:00 in 10-second slots
     assert [(r.window_end_slot - first, r.ip, r.estimate, r.status) for r in rows] == [
         (1, "a", 3.0, "persistent"), (2, "a", 4.0, "persistent"),
@@ -36,9 +36,27 @@ def test_batch_sketch_and_exact(spark, tmp_path, capsys):
 
     exact = tmp_path / "exact"
     assert main([*argv, "--exact", "--fixed", "--alpha", "0.5", "--output", str(exact)]) == 0
-    rows = spark.read.parquet(str(exact)).orderBy("ip").collect()
-    assert [(r.window_end_slot - first, r.ip, r.persistence) for r in rows] == [
-        (3, "a", 3), (3, "b", 2)]
+    found = spark.read.parquet(str(exact / "persistent"))
+    rows = found.orderBy("ip").collect()
+    assert [(r.window_end_slot - first, r.ip, r.estimate) for r in rows] == [
+        (3, "a", 3.0), (3, "b", 2.0)]
+    # --exact writes the sketch's schema (issue 16)
+    assert found.schema == spark.read.parquet(str(out / "persistent")).schema
+
+
+@pytest.mark.spark
+def test_alpha_alone_works_and_rejected_rows_are_counted_issue16(spark, tmp_path, capsys):
+    lines = ["ip,t"] + [f"{ip},2024-01-01 00:00:{s:02d}" for ip, s in SEEN] + [
+        ",2024-01-01 00:00:05", "c,not-a-time"]
+    (tmp_path / "in.csv").write_text("\n".join(lines) + "\n")
+    argv = ["persistent", "--input", str(tmp_path / "in.csv"), "--item", "ip", "--time", "t",
+            "--slot", "10 seconds", "--window-slots", "4", "--alpha", "0.1",
+            "--output", str(tmp_path / "out")]
+    assert main(argv) == 0  # epsilon defaults to alpha / 2: no "epsilon < alpha" error
+    assert "2 malformed" in capsys.readouterr().err
+    rejected = spark.read.parquet(str(tmp_path / "out" / "rejected")).collect()
+    assert sorted(r.detail for r in rejected) == [
+        '{"ip":"c","t":"not-a-time"}', '{"t":"2024-01-01 00:00:05"}']
 
 
 @pytest.mark.spark
@@ -54,7 +72,7 @@ def test_stream_over_parquet_files(spark, tmp_path):
     argv = ["persistent", "--input", str(source), *ARGS, "--stream", "--checkpoint",
             str(tmp_path / "ckpt"), "--output", str(out)]
     assert main(argv) == 0
-    rows = spark.read.parquet(str(out)).where("status = 'persistent'").collect()
+    rows = spark.read.parquet(str(out / "persistent")).collect()
     assert sorted((r.window_end_slot - base // 10_000_000, r.ip) for r in rows) == [
         (1, "a"), (2, "a"), (3, "a"), (3, "b"), (4, "a"), (4, "b")]  # [2, 5] has a once
 

@@ -223,14 +223,26 @@ def test_end_is_next_real_row_whatever_its_value() -> None:
     assert finals(out) == [(0, 3, 9, 2, 0)]
 
 
-def test_time_ties_keep_input_order() -> None:
+def test_time_ties_do_not_depend_on_input_order_issue16() -> None:
     # time   5  5  6
-    #        1  0  1        ties keep input order: the 0 follows the 1 at the same instant
-    #        []    [)       so the first frame's end equals its last (an empty half-open interval)
-    out = threshold_frames_reference(stream([5, 5, 6], [1, 0, 1]), "1 rows")
-    assert finals(out) == [(5, 5, 5, 1, 0), (6, 6, 7, 1, 0)]
-    out = threshold_frames_reference(stream([5, 5, 6], [0, 1, 1]), "1 rows")
+    #        1  0  1        tied rows are taken unsatisfied, missing, satisfying, in any input
+    #        .  [-----)     order: the 0 comes first, so one frame of the two 1s
+    for values in ([1, 0, 1], [0, 1, 1]):
+        out = threshold_frames_reference(stream([5, 5, 6], values), "1 rows")
+        assert finals(out) == [(5, 6, 7, 2, 0)]
+
+
+def test_time_ties_collapse_to_one_report_with_any_or_all_issue16() -> None:
+    # time   5  5  6  7  7
+    #        1  0  1  m  0
+    out = threshold_frames_reference(stream([5, 5, 6, 7, 7], [1, 0, 1, -1, 0]), "1 rows",
+                                     duplicates="any")
+    #  any:  1     1  m        -> one frame [5, 7) of two reports
     assert finals(out) == [(5, 6, 7, 2, 0)]
+    out = threshold_frames_reference(stream([5, 5, 6, 7, 7], [1, 0, 1, -1, 0]), "1 rows",
+                                     duplicates="all")
+    #  all:  0     1  0        -> one frame [6, 7)
+    assert finals(out) == [(6, 6, 7, 1, 0)]
 
 
 # --------------------------------------------------------------------------------------------

@@ -83,7 +83,8 @@ def _frames_job() -> OperatorJob:
 
 def _final_shards_on_a_stream(spark, path: str, tmp_path, shards: int) -> dict[str, int]:
     stream = run_operator(spark.readStream.schema("k string, t long, v boolean").parquet(path),
-                          _frames_job(), time="t", key="k", shards=shards, late="0 seconds")
+                          _frames_job(), time="t", key="k", shards=shards, late="0 seconds",
+                          time_unit="us")
     query = (stream.writeStream.format("parquet").option("path", str(tmp_path / "out"))
              .option("checkpointLocation", str(tmp_path / "ck")).start())
     try:
@@ -110,7 +111,7 @@ def test_a_key_has_the_same_shard_on_a_stream_as_in_a_batch(spark, tmp_path):
     expected = dict(zip(expected["key"], expected["shard"], strict=True))
     assert len(set(expected.values())) == shards
     batch = run_operator(spark.read.parquet(path), _frames_job(), time="t", key="k",
-                         shards=shards)
+                         shards=shards, time_unit="us")
     assert _final_shards(batch) == expected
     assert _final_shards_on_a_stream(spark, path, tmp_path, shards) == expected
 

@@ -95,7 +95,8 @@ def test_an_integer_time_too_large_to_carry_is_malformed(spark):
     temps = [30, 31, 33, 34, 30, 34, 33, 34, 35, 32]
     rows = [("s1", t, x) for t, x in enumerate(temps, 1)] + [("s1", 2 ** 62, 40)]
     df = spark.createDataFrame(rows, "sensor string, t long, temp int")
-    frames, rejected = split_rejected(threshold_frames(df, "t", "temp > 32", by="sensor"))
+    frames, rejected = split_rejected(threshold_frames(df, "t", "temp > 32", by="sensor",
+                                                       time_unit="us"))
     assert [tuple(r) for r in frames.select("start", "last", "end").orderBy("start").collect()
             ] == [(3, 4, 5), (6, 9, 10)]
     assert [(r.status, r.detail) for r in rejected.collect()] == [
@@ -275,3 +276,85 @@ def test_pinned_pandas_works_with_apply_in_pandas_with_state(spark):
         query.stop()
     assert query.exception() is None
     assert set(spark.table("apiws_test").toPandas()["k"]) <= {"0", "1", "2"}
+
+
+def _final_bounds(frames) -> list[tuple]:
+    return sorted((r.start, r.last, r.end) for r in frames.where("status = 'final'").collect())
+
+
+def test_nan_and_infinity_are_missing_values_issue16(spark):
+    from windowkit.spark import threshold_frames
+
+    # value  1   NaN  1   inf  1        Spark orders NaN above every number: NaN > 0 held
+    # frames [-)      [-)      [-)      now each NaN / inf is missing and breaks the frame
+    rows = [("k", t, v) for t, v in enumerate([1.0, float("nan"), 1.0, float("inf"), 1.0])]
+    df = spark.createDataFrame(rows, "k string, t long, v double")
+    out = threshold_frames(df, "t", "v > 0", by="k", time_unit="s")
+    assert _final_bounds(out) == [(0, 0, 1), (2, 2, 3), (4, 4, 5)]
+    assert out.where("status = 'malformed'").count() == 0  # missing, not malformed
+
+
+def test_integer_time_units_give_the_timestamps_frames_issue16(spark):
+    from windowkit.spark import threshold_frames
+
+    seconds = [0, 300, 600, 1500, 1800]  # epoch seconds, reports every 5 minutes
+    values = [1, 1, 1, 1, 1]
+    params = {"by": "k", "schedule": "5 minutes", "min_duration": "1 rows"}
+    as_seconds = spark.createDataFrame([("k", t, v) for t, v in zip(seconds, values,
+                                                                    strict=True)],
+                                       "k string, t long, v int")
+    with pytest.raises(ValueError, match="`time_unit` is required"):
+        threshold_frames(as_seconds, "t", "v > 0", **params)
+    got = threshold_frames(as_seconds, "t", "v > 0", time_unit="s", **params)
+    # the report due at 900 s and 1200 s are absent: two frames, bounds in seconds
+    assert _final_bounds(got) == [(0, 600, 900), (1500, 1800, 2100)]
+    as_ms = as_seconds.selectExpr("k", "t * 1000 AS t", "v")
+    got_ms = threshold_frames(as_ms, "t", "v > 0", time_unit="ms", **params)
+    assert _final_bounds(got_ms) == [(0, 600_000, 900_000), (1_500_000, 1_800_000, 2_100_000)]
+    as_ts = as_seconds.selectExpr("k", "timestamp_seconds(t) AS t", "v")
+    got_ts = threshold_frames(as_ts, "t", "v > 0", **params)
+    assert [tuple(int(x.timestamp()) for x in b) for b in _final_bounds(got_ts)] == [
+        (0, 600, 900), (1500, 1800, 2100)]
+
+
+def test_timestamp_ntz_is_wall_clock_time_in_any_session_time_zone_issue16(spark):
+    from windowkit.spark import threshold_frames
+
+    # 02:00-03:00 on 2024-03-10 does not exist in Los Angeles: a cast to timestamp moved it
+    walls = ["2024-03-10 01:30:00", "2024-03-10 02:00:00", "2024-03-10 02:30:00",
+             "2024-03-10 03:00:00"]
+    df = spark.createDataFrame([("k", w, 1) for w in walls], "k string, w string, v int"
+                               ).selectExpr("k", "cast(w AS timestamp_ntz) AS t", "v")
+    params = {"by": "k", "schedule": "30 minutes", "min_duration": "1 rows"}
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    try:
+        results = []
+        for tz in ("UTC", "America/Los_Angeles", "Asia/Kolkata"):
+            spark.conf.set("spark.sql.session.timeZone", tz)
+            out = threshold_frames(df, "t", "v > 0", **params)
+            results.append([tuple(str(x) for x in b) for b in _final_bounds(out)])
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)
+    # one frame of 4 reports every 30 minutes, in wall-clock time, in every time zone
+    assert results == [[("2024-03-10 01:30:00", "2024-03-10 03:00:00",
+                         "2024-03-10 03:30:00")]] * 3
+
+
+def test_the_predicate_gives_the_same_result_with_ansi_on_and_off_issue16(spark):
+    from windowkit.spark import split_rejected, threshold_frames
+
+    rows = [("k", 0, "0.5"), ("k", 1, "n/a"), ("k", 2, "0.7"), ("k", 3, "0.9")]
+    df = spark.createDataFrame(rows, "k string, t long, v string")
+    ansi = spark.conf.get("spark.sql.ansi.enabled")
+    results = []
+    try:
+        for setting in ("true", "false"):
+            spark.conf.set("spark.sql.ansi.enabled", setting)
+            frames, rejected = split_rejected(threshold_frames(df, "t", "v > 0.1", by="k",
+                                                               time_unit="s"))
+            results.append((_final_bounds(frames), [r.detail for r in rejected.collect()]))
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", ansi)
+    # 'n/a' is a report of unknown value: it breaks the frame and is set aside
+    assert results[0] == results[1] == (
+        [(0, 0, 1), (2, 3, 4)], ['{"k":"k","t":1,"v":"n/a"}'])

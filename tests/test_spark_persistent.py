@@ -115,12 +115,43 @@ def test_exact_sketch_equals_exact_sql_and_reference(spark):
 def test_malformed_rows_are_reported_with_their_row(spark):
     df = spark.createDataFrame(
         [("a", 1), ("a", 11), (None, 12), ("b", None), ("a", 25)], "item string, t long")
-    out = persistent_items(df, "item", "t", slot=10, window_slots=2, alpha=1.0, epsilon=0.5)
+    out = persistent_items(df, "item", "t", slot=10, window_slots=2, alpha=1.0, epsilon=0.5,
+                           time_unit="us")
     found, rejected = split_persistent(out)
     assert sorted(tuple(r) for r in found.select("window_end_slot", "window_end", "item")
                   .collect()) == [(0, 10, "a"), (1, 20, "a"), (2, 30, "a")]
     assert sorted((r.status, r.detail) for r in rejected.collect()) == [
         ("malformed", '{"item":"b"}'), ("malformed", '{"t":12}')]
+    # the exact baseline accounts for every row as well (issue 16: it dropped them silently)
+    exact = exact_persistent_items(df, "item", "t", slot=10, window_slots=2, alpha=1.0,
+                                   time_unit="us")
+    _, rejected = split_persistent(exact)
+    assert sorted((r.status, r.detail) for r in rejected.collect()) == [
+        ("malformed", '{"item":"b"}'), ("malformed", '{"t":12}')]
+
+
+def test_integer_times_need_a_unit_and_follow_it_issue16(spark):
+    df = spark.createDataFrame([("a", 0), ("a", 90), ("a", 150)], "item string, t long")
+    with pytest.raises(ValueError, match="`time_unit` is required"):
+        persistent_items(df, "item", "t", slot="1 minute", window_slots=1, alpha=1.0,
+                         epsilon=0.5)
+    out = exact_persistent_items(df, "item", "t", slot="1 minute", window_slots=1, alpha=1.0,
+                                 time_unit="s")
+    # epoch seconds: rows in minutes 0, 1 and 2, window bounds back in seconds
+    assert sorted(tuple(r) for r in out.select("window_end_slot", "window_start", "window_end")
+                  .collect()) == [(0, 0, 60), (1, 60, 120), (2, 120, 180)]
+
+
+def test_origin_moves_the_slots_issue16(spark):
+    days = [("a", f"2024-01-0{d} 12:00:00") for d in range(1, 8)]  # Monday 1 .. Sunday 7
+    df = spark.createDataFrame(days, "item string, t string").selectExpr(
+        "item", "to_timestamp(t) AS t")
+    week = {"slot": "1 week", "window_slots": 1, "alpha": 1.0}
+    thursday = exact_persistent_items(df, "item", "t", **week)  # epoch weeks start Thursdays
+    monday = exact_persistent_items(df, "item", "t", origin="2024-01-01", **week)
+    assert thursday.where("status = 'persistent'").count() == 2
+    starts = [r.window_start for r in monday.where("status = 'persistent'").collect()]
+    assert [str(s) for s in starts] == ["2024-01-01 00:00:00"]
 
 
 @pytest.mark.parametrize(("kwargs", "name"), [

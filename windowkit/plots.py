@@ -143,7 +143,8 @@ def plot_persistence(
     item, value, window_slots, top
         As for :func:`persistence_matrix`.
     title : str, optional
-        Figure title (default: how many items the heatmap shows).
+        Figure title (default: how many items the heatmap shows, and that they are those
+        reported in the most windows).
 
     Returns
     -------
@@ -179,7 +180,7 @@ def plot_persistence(
     ax.set_ylabel(item)
     label = f"{value} / window slots" if window_slots else value
     fig.colorbar(image, ax=ax, label=label, fraction=0.03, pad=0.01)
-    ax.set_title(title or f"{len(grid)} most persistent items")
+    ax.set_title(title or f"the {len(grid)} items reported in the most windows")
     return _save(fig, path)
 
 

@@ -43,6 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``windowkit`` command.
 
+    A user's mistake (a bad parameter, path, column, expression or output location) prints one
+    line and returns 2; any other failure prints one line and returns 1. ``--verbose`` shows
+    Spark's log and the full traceback instead.
+
     Examples
     --------
     >>> main(["frames", "--min-duration", "-1 rows", "--input", "x", "--time", "t",
@@ -51,11 +55,57 @@ def main(argv: list[str] | None = None) -> int:
     2
     """
     args = build_parser().parse_args(argv)
+    verbose = getattr(args, "verbose", False)
+    if not verbose:
+        quiet_python_logs()
     try:
         return int(args.func(args) or 0)
-    except ValueError as exc:
-        print(f"windowkit: error: {exc}", file=sys.stdout if argv is not None else sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if verbose:
+            raise
+        code, message = describe_error(exc)
+        print(f"windowkit: error: {message}", file=sys.stdout if argv is not None else sys.stderr)
+        return code
+
+
+def describe_error(exc: BaseException) -> tuple[int, str]:
+    """The exit code and the one line a failure is reported with.
+
+    Examples
+    --------
+    >>> describe_error(ValueError("`shards` must be an integer in [1, inf); got 0"))
+    (2, '`shards` must be an integer in [1, inf); got 0')
+    >>> describe_error(RuntimeError("boom\\nat line 2"))
+    (1, 'boom (run with --verbose for the details)')
+    """
+    user_errors = ("AnalysisException", "ParseException", "IllegalArgumentException",
+                   "NumberFormatException", "DateTimeException", "SparkUpgradeException")
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    text = _one_line(exc)
+    if isinstance(exc, ValueError) or names & set(user_errors):
+        return 2, text
+    if isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError)):
+        return 2, text
+    return 1, f"{text} (run with --verbose for the details)"
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    # Spark's messages carry the query text and JVM frames after their first line
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return first.replace("\\n", " ").strip()
+
+
+def quiet_python_logs() -> None:
+    """Keep PySpark's own error logs and Python warnings out of the command's output."""
+    import logging
+    import warnings
+
+    for name in ("py4j", "pyspark", "DataFrameQueryContextLogger", "SQLQueryContextLogger"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    warnings.filterwarnings("ignore")
 
 
 if __name__ == "__main__":

@@ -1,28 +1,58 @@
-"""Options and helpers shared by the subcommands: input formats, master, progress."""
+"""Options and checks shared by the subcommands: input, output, progress, exactly-once sinks.
+
+What can be checked without Spark is checked here before it starts (10-20 s): the input path, its
+format (from the file extension when ``--format`` is not given, ``.csv.gz`` included), that it
+holds data, the columns the options name (from a CSV header, JSON lines or a Parquet footer), and
+the output location. Every check raises ``ValueError`` with one line; the command prints it and
+exits with code 2.
+"""
 
 from __future__ import annotations
 
 import argparse
+import csv
+import difflib
+import gzip
+import io
+import json
+import os
 import sys
 import time
+from dataclasses import dataclass
+from urllib.parse import urlparse
 
 FORMATS = ("csv", "json", "parquet")
+TIME_UNITS = ("s", "ms", "us", "ns")
+_EXTENSIONS = {".csv": "csv", ".tsv": None, ".json": "json", ".jsonl": "json",
+               ".ndjson": "json", ".parquet": "parquet", ".pq": "parquet"}
+_COMPRESSIONS = (".gz", ".bz2", ".deflate", ".lz4", ".snappy", ".zst")
+#: A file windowkit leaves in every output directory it writes, so that it recognises its own.
+OUTPUT_MARK = "_windowkit"
 
 
 def add_io_arguments(parser: argparse.ArgumentParser, stream: bool = True) -> None:
-    """Add ``--input``, ``--format``, ``--output``, ``--master`` and the streaming options.
+    """Add the input, output, Spark and streaming options every subcommand shares.
 
     Examples
     --------
     >>> p = argparse.ArgumentParser()
     >>> add_io_arguments(p)
-    >>> p.parse_args(["--input", "in", "--output", "out"]).format
-    'parquet'
+    >>> args = p.parse_args(["--input", "in.csv.gz", "--output", "out"])
+    >>> args.format is None, args.overwrite, args.time_unit
+    (True, False, None)
     """
     parser.add_argument("--input", required=True, help="input file or directory")
-    parser.add_argument("--format", choices=FORMATS, default="parquet", help="input format")
-    parser.add_argument("--output", required=True, help="output directory (Parquet)")
+    parser.add_argument("--format", choices=FORMATS, default=None,
+                        help="input format (default: from the file extension)")
+    parser.add_argument("--output", required=True,
+                        help="output directory (Parquet); must be new, empty or windowkit's own")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="allow an output directory that holds files windowkit did not write")
+    parser.add_argument("--time-unit", choices=TIME_UNITS, default=None,
+                        help="unit of an integer time column (required for one)")
     parser.add_argument("--master", default=None, help="Spark master URL (default local[*])")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show Spark's log and full tracebacks")
     if stream:
         parser.add_argument("--stream", action="store_true",
                             help="run as Structured Streaming over the files in --input")
@@ -34,36 +64,283 @@ def add_io_arguments(parser: argparse.ArgumentParser, stream: bool = True) -> No
                             help="how late a row may arrive with --stream (watermark delay)")
 
 
-def read_input(spark, args: argparse.Namespace, schema=None):
+# ------------------------------------------------------------------------------------ input
+@dataclass(frozen=True)
+class InputInfo:
+    """What was learnt of ``--input`` before Spark starts.
+
+    ``columns`` is None where they cannot be read without Spark (a remote path).
+    """
+
+    path: str
+    format: str
+    columns: tuple[str, ...] | None
+
+
+def is_remote(path: str) -> bool:
+    """Whether ``path`` names a file system other than the local one (``hdfs://``, ``s3a://``).
+
+    Examples
+    --------
+    >>> is_remote("hdfs://nn/data"), is_remote("data/x.csv"), is_remote("file:///tmp/x")
+    (True, False, False)
+    """
+    scheme = urlparse(path).scheme
+    return len(scheme) > 1 and scheme != "file"
+
+
+def _local(path: str) -> str:
+    return urlparse(path).path if path.startswith("file:") else path
+
+
+def format_of(name: str) -> str | None:
+    """The input format a file name's extension says, compression suffixes skipped.
+
+    Examples
+    --------
+    >>> format_of("a.csv.gz"), format_of("part-0.snappy.parquet"), format_of("x.txt")
+    ('csv', 'parquet', None)
+    """
+    stem = name.lower()
+    while stem.endswith(_COMPRESSIONS):
+        stem = stem[: stem.rindex(".")]
+    return _EXTENSIONS.get(os.path.splitext(stem)[1])
+
+
+def data_files(path: str) -> list[str]:
+    """The data files Spark would read under ``path`` (hidden and ``_`` files skipped)."""
+    if os.path.isfile(path):
+        return [path]
+    found = []
+    for root, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+        found += [os.path.join(root, f) for f in sorted(files) if not f.startswith((".", "_"))]
+    return found
+
+
+def inspect_input(path: str, fmt: str | None) -> InputInfo:
+    """Check ``--input`` and ``--format`` before Spark starts; read the column names.
+
+    Examples
+    --------
+    >>> inspect_input("/no/such/dir", None)
+    Traceback (most recent call last):
+    ...
+    ValueError: `--input` /no/such/dir does not exist
+    """
+    if is_remote(path):
+        if fmt is None:
+            fmt = format_of(path)
+        if fmt is None:
+            msg = f"`--format` is needed for {path} (csv, json or parquet)"
+            raise ValueError(msg)
+        return InputInfo(path, fmt, None)
+    local = _local(path)
+    if not os.path.exists(local):
+        msg = f"`--input` {path} does not exist"
+        raise ValueError(msg)
+    files = data_files(local)
+    if not files:
+        msg = f"`--input` {path} holds no data files"
+        raise ValueError(msg)
+    if fmt is None:
+        found = {format_of(os.path.basename(f)) for f in files}
+        if len(found) != 1 or None in found:
+            names = ", ".join(sorted({os.path.basename(f) for f in files})[:3])
+            msg = (f"cannot tell the format of `--input` {path} from its file names ({names}); "
+                   f"pass `--format` csv, json or parquet")
+            raise ValueError(msg)
+        fmt = found.pop()
+    nonempty = [f for f in files if os.path.getsize(f) > 0]
+    if not nonempty:
+        msg = f"`--input` {path} is empty"
+        raise ValueError(msg)
+    return InputInfo(path, fmt, _columns(nonempty[0], fmt, path))
+
+
+def _columns(file: str, fmt: str, shown: str) -> tuple[str, ...]:
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            return tuple(pq.read_schema(file).names)
+        with _open_text(file) as handle:
+            if fmt == "csv":
+                header = next(csv.reader(handle), None)
+                if header is None:
+                    msg = f"`--input` {shown} is empty"
+                    raise ValueError(msg)
+                return tuple(h.strip() for h in header)
+            names: dict[str, None] = {}
+            for _, line in zip(range(100), handle, strict=False):
+                if line.strip():
+                    record = json.loads(line)
+                    if isinstance(record, dict):
+                        names.update(dict.fromkeys(record))
+            return tuple(names)
+    except ValueError as exc:
+        if str(exc).startswith("`--input`"):
+            raise
+        msg = f"`--input` {shown} is not valid {fmt.upper()} ({_first_line(exc)}); check `--format`"
+        raise ValueError(msg) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        msg = f"`--input` {shown} is not readable as {fmt.upper()} ({_first_line(exc)}); " \
+              "check `--format`"
+        raise ValueError(msg) from exc
+    except Exception as exc:  # pyarrow's own errors for a file that is not Parquet
+        msg = f"`--input` {shown} is not valid {fmt.upper()} ({_first_line(exc)}); check `--format`"
+        raise ValueError(msg) from exc
+
+
+def _open_text(file: str) -> io.TextIOBase:
+    if file.endswith(".gz"):
+        return io.TextIOWrapper(gzip.open(file), encoding="utf-8")
+    return open(file, encoding="utf-8", newline="")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def check_columns(info: InputInfo, **options: str | None) -> None:
+    """Raise if an option names a column the input does not have (with close matches).
+
+    Examples
+    --------
+    >>> info = InputInfo("r.csv", "csv", ("router", "ts", "loss_rate"))
+    >>> check_columns(info, time="ts", by="ruter")
+    Traceback (most recent call last):
+    ...
+    ValueError: `--by` names column 'ruter', which r.csv does not have (did you mean ...
+    """
+    if info.columns is None:
+        return
+    for option, column in options.items():
+        if column is None or column in info.columns:
+            continue
+        close = difflib.get_close_matches(column, info.columns, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        flag = "--" + option.replace("_", "-")
+        msg = (f"`{flag}` names column {column!r}, which {info.path} does not have{hint}; "
+               f"its columns: {', '.join(info.columns)}")
+        raise ValueError(msg)
+
+
+def read_input(spark, args: argparse.Namespace, info: InputInfo, schema=None):
     """Read ``args.input`` as a batch or (with ``--stream``) a streaming DataFrame.
 
     CSV and JSON are read permissively: a malformed line keeps its text in
-    ``_corrupt_record`` so that it can be set aside rather than lost.
+    ``_corrupt_record`` so that it can be set aside rather than lost. CSV follows the standard
+    quoting: a quote inside a quoted field is written twice.
     """
     if getattr(args, "stream", False):
-        if not args.checkpoint:
-            msg = "`--checkpoint` is required with `--stream`"
-            raise ValueError(msg)
         if schema is None:
-            schema = _read(spark.read, args, None).schema
+            schema = _read(spark.read, info, None).schema
         reader = spark.readStream.option("maxFilesPerTrigger", args.max_files_per_trigger)
-        return _read(reader, args, schema)
-    return _read(spark.read, args, schema)
+        return _read(reader, info, schema)
+    return _read(spark.read, info, schema)
 
 
-def _read(reader, args, schema):
+def _read(reader, info: InputInfo, schema):
     if schema is not None:
         reader = reader.schema(schema)
-    if args.format == "csv":
-        reader = reader.option("header", "true").option("mode", "PERMISSIVE")
+    if info.format == "csv":
+        reader = (reader.option("header", "true").option("mode", "PERMISSIVE")
+                  .option("escape", '"'))
         if schema is None:
             reader = reader.option("inferSchema", "true")
-        return reader.csv(args.input)
-    if args.format == "json":
-        return reader.option("mode", "PERMISSIVE").json(args.input)
-    return reader.parquet(args.input)
+        return reader.csv(info.path)
+    if info.format == "json":
+        return reader.option("mode", "PERMISSIVE").json(info.path)
+    return reader.parquet(info.path)
 
 
+# ----------------------------------------------------------------------------------- output
+def check_output(path: str, overwrite: bool = False) -> None:
+    """Refuse an output location windowkit cannot or must not write, before any work.
+
+    A directory is accepted when it does not exist yet, is empty, was written by windowkit
+    (it holds the ``_windowkit`` mark), or ``overwrite`` is set; files the user had are never
+    deleted otherwise.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     open(os.path.join(d, "notes.txt"), "w").close()
+    ...     check_output(d)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: `--output` ... holds files windowkit did not write (notes.txt); ...
+    """
+    if is_remote(path):
+        return
+    local = os.path.abspath(_local(path))
+    if os.path.isfile(local):
+        msg = f"`--output` {path} is a file; give a directory"
+        raise ValueError(msg)
+    parent = local
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        msg = f"`--output` {path} lies under the file {parent}; give a directory"
+        raise ValueError(msg)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        msg = f"`--output` {path} is not writable (no write permission on {parent})"
+        raise ValueError(msg)
+    if parent == local and not overwrite:
+        entries = sorted(os.listdir(local))
+        if entries and OUTPUT_MARK not in entries:
+            shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+            msg = (f"`--output` {path} holds files windowkit did not write ({shown}); choose a "
+                   "new or empty directory, or pass --overwrite to replace what windowkit writes "
+                   "there")
+            raise ValueError(msg)
+
+
+def claim_output(path: str) -> None:
+    """Create the output directory and mark it as windowkit's (local paths)."""
+    if is_remote(path):
+        return
+    local = _local(path)
+    os.makedirs(local, exist_ok=True)
+    mark = os.path.join(local, OUTPUT_MARK)
+    if not os.path.exists(mark):
+        with open(mark, "w") as handle:
+            handle.write("written by windowkit; its results are the folders beside this file\n")
+
+
+def check_positive(name: str, value: int | None) -> None:
+    """``ValueError`` unless ``value`` is None or an integer >= 1 (``--shards`` and the like).
+
+    Examples
+    --------
+    >>> check_positive("shards", 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: `--shards` must be an integer in [1, inf); got 0
+    """
+    if value is not None and value < 1:
+        msg = f"`--{name.replace('_', '-')}` must be an integer in [1, inf); got {value}"
+        raise ValueError(msg)
+
+
+def check_stream_options(args: argparse.Namespace) -> None:
+    """``--checkpoint`` with ``--stream``; ``--late`` a duration Spark and windowkit read alike."""
+    from windowkit.core.durations import Duration
+
+    if not getattr(args, "stream", False):
+        return
+    if not args.checkpoint:
+        msg = "`--checkpoint` is required with `--stream`"
+        raise ValueError(msg)
+    if args.late and args.late.strip() not in ("0", "0 seconds"):
+        Duration.parse(args.late, "--late", allow_rows=False)
+    check_positive("max_files_per_trigger", args.max_files_per_trigger)
+
+
+# --------------------------------------------------------------------------------- progress
 class Progress:
     """One line per step with elapsed seconds, on stderr (visible progress on long runs).
 
@@ -81,3 +358,72 @@ class Progress:
     def step(self, message: str) -> None:
         elapsed = time.perf_counter() - self.t0
         print(f"[windowkit {elapsed:6.1f}s] {message}", file=self.stream, flush=True)
+
+
+def summarize(counts: dict[str, int]) -> str:
+    """``{"final": 3, "malformed": 1}`` -> ``"3 final, 1 malformed"``.
+
+    Examples
+    --------
+    >>> summarize({"malformed": 1, "final": 3}), summarize({})
+    ('3 final, 1 malformed', 'no rows')
+    """
+    if not counts:
+        return "no rows"
+    return ", ".join(f"{n:,} {name}" for name, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+# ---------------------------------------------------------------------------------- running
+def start_spark(args: argparse.Namespace, app_name: str, progress: Progress):
+    """The SparkSession for a command: local mode unless ``--master``; quiet unless
+    ``--verbose``."""
+    from windowkit.spark.session import windowkit_session
+
+    progress.step(f"starting Spark ({args.master or 'local[*]'})")
+    return windowkit_session(args.master, app_name=app_name,
+                             quiet=not getattr(args, "verbose", False))
+
+
+def check_expression(df, option: str, expression: str | None) -> None:
+    """Raise ``ValueError`` naming ``--option`` if ``expression`` does not parse or names a
+    column ``df`` lacks (Spark's own message, with its "did you mean", on one line)."""
+    if expression is None:
+        return
+    from pyspark.errors import PySparkException
+    from pyspark.sql import functions as F
+
+    try:
+        df.select(F.expr(expression)).schema  # noqa: B018 - analysis is the check
+    except PySparkException as exc:
+        text = str(exc).strip().splitlines()[0]
+        msg = f"`--{option}` {expression!r}: {text}"
+        raise ValueError(msg) from exc
+
+
+def write_outputs(result, args: argparse.Namespace, split, progress: Progress,
+                  count_by: str = "status") -> dict[str, int]:
+    """Write ``split(result)``'s parts under ``--output`` (batch: overwrite windowkit's own
+    folders; stream: exactly once per micro-batch) and return the counts of ``count_by``."""
+    output = args.output
+    claim_output(output)
+    if result.isStreaming:
+        from windowkit.spark.sinks import write_stream_exactly_once
+
+        totals: dict[str, int] = {}
+
+        def on_batch(batch_id: int, counts: dict[str, int]) -> None:
+            for k, v in counts.items():
+                totals[k] = totals.get(k, 0) + v
+            progress.step(f"micro-batch {batch_id}: {summarize(counts)}")
+
+        query = write_stream_exactly_once(result, output, args.checkpoint, split, on_batch,
+                                          count_by)
+        progress.step(f"streaming {args.input} (checkpoint {args.checkpoint})")
+        query.awaitTermination()
+        return totals
+    result = result.persist()
+    for name, part in split(result).items():
+        part.write.mode("overwrite").parquet(os.path.join(output, name))
+    counts = {str(r[0]): r[1] for r in result.groupBy(count_by).count().collect()}
+    result.unpersist()
+    return counts

@@ -5,7 +5,20 @@ from __future__ import annotations
 import argparse
 import os
 
-from windowkit.cli.common import Progress, add_io_arguments, read_input
+from windowkit.cli.common import (
+    Progress,
+    add_io_arguments,
+    check_columns,
+    check_expression,
+    check_output,
+    check_positive,
+    check_stream_options,
+    inspect_input,
+    read_input,
+    start_spark,
+    summarize,
+    write_outputs,
+)
 from windowkit.core.frames import ThresholdFrameSpec
 
 
@@ -17,8 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     >>> from windowkit.cli import build_parser
     >>> args = build_parser().parse_args(["frames", "--input", "in", "--time", "t",
     ...     "--when", "x > 1", "--output", "out", "--min-duration", "3 rows"])
-    >>> args.min_duration, args.missing
-    ('3 rows', 'unsatisfied')
+    >>> args.min_duration, args.missing, args.duplicates
+    ('3 rows', 'unsatisfied', 'keep')
     """
     p = subparsers.add_parser(
         "frames",
@@ -36,6 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="missing values break frames or are bridged between satisfying ones")
     p.add_argument("--schedule", default=None, help="reporting period, e.g. '30 seconds'")
     p.add_argument("--fragment-every", default=None, help="emit partial frames this often")
+    p.add_argument("--duplicates", choices=("keep", "any", "all"), default="keep",
+                   help="rows of one key at one time: all are reports (keep), or one report "
+                        "that holds if any / all of them hold")
     p.add_argument("--shards", type=int, default=None, help="Spark groups the keys share")
     p.set_defaults(func=run)
 
@@ -43,59 +59,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the ``frames`` subcommand; return the exit code."""
     ThresholdFrameSpec.create(args.min_duration, args.missing, args.schedule,
-                              args.fragment_every)  # fail on bad parameters before Spark starts
+                              args.fragment_every, args.duplicates)
+    check_positive("shards", args.shards)
+    check_stream_options(args)
+    info = inspect_input(args.input, args.format)
+    check_columns(info, time=args.time, by=args.by)
+    check_output(args.output, args.overwrite)
     progress = Progress()
-    from windowkit.spark import split_rejected, threshold_frames, windowkit_session
+    spark = start_spark(args, "windowkit frames", progress)
+    from windowkit.spark import split_rejected, threshold_frames
 
-    progress.step(f"starting Spark ({args.master or 'local[*]'})")
-    spark = windowkit_session(args.master, app_name="windowkit frames",
-                              extra_conf={"spark.sql.ansi.enabled": "false"})
-    df = read_input(spark, args)
+    df = read_input(spark, args, info)
+    check_expression(df, "when", args.when)
     result = threshold_frames(
         df, args.time, args.when, by=args.by, min_duration=args.min_duration,
         missing=args.missing, schedule=args.schedule, fragment_every=args.fragment_every,
-        late=getattr(args, "late", None), shards=args.shards,
+        duplicates=args.duplicates, late=getattr(args, "late", None), shards=args.shards,
+        time_unit=args.time_unit,
     )
-    frames_path = os.path.join(args.output, "frames")
-    rejected_path = os.path.join(args.output, "rejected")
-    if df.isStreaming:
-        return _run_stream(result, args, frames_path, rejected_path, progress)
     progress.step(f"framing {args.input}")
-    result = result.cache()
-    frames, rejected = split_rejected(result)
-    frames.write.mode("overwrite").parquet(frames_path)
-    rejected.write.mode("overwrite").parquet(rejected_path)
-    counts = dict(result.groupBy("status").count().collect())
-    progress.step(f"done: {counts.get('final', 0)} final frames, {counts.get('partial', 0)} "
-                  f"partial fragments, {counts.get('malformed', 0)} malformed rows")
-    print(f"frames:   {frames_path}\nrejected: {rejected_path}")
-    return 0
-
-
-def _run_stream(result, args: argparse.Namespace, frames_path: str, rejected_path: str,
-                progress: Progress) -> int:
-    from windowkit.spark import split_rejected  # pyspark only once a command runs
-
-    totals: dict[str, int] = {}
-
-    def write_batch(batch, batch_id: int) -> None:
-        batch = batch.cache()
-        frames, rejected = split_rejected(batch)
-        frames.write.mode("append").parquet(frames_path)
-        rejected.write.mode("append").parquet(rejected_path)
-        counts = dict(batch.groupBy("status").count().collect())
-        for k, v in counts.items():
-            totals[k] = totals.get(k, 0) + v
-        batch.unpersist()
-        progress.step(f"micro-batch {batch_id}: {counts or 'no output'}")
-
-    query = (result.writeStream.foreachBatch(write_batch)
-             .option("checkpointLocation", args.checkpoint).start())
-    progress.step(f"streaming {args.input} (checkpoint {args.checkpoint})")
-    try:
-        query.processAllAvailable()
-    finally:
-        query.stop()
-    progress.step(f"done: {totals}")
-    print(f"frames:   {frames_path}\nrejected: {rejected_path}")
+    counts = write_outputs(result, args, lambda r: dict(zip(("frames", "rejected"),
+                                                            split_rejected(r), strict=True)),
+                           progress)
+    progress.step(f"done: {summarize(counts)}")
+    print(f"frames:   {os.path.join(args.output, 'frames')}\n"
+          f"rejected: {os.path.join(args.output, 'rejected')}")
     return 0

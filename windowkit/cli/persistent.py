@@ -3,8 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import os
 
-from windowkit.cli.common import Progress, add_io_arguments, read_input
+from windowkit.cli.common import (
+    Progress,
+    add_io_arguments,
+    check_columns,
+    check_output,
+    check_positive,
+    check_stream_options,
+    inspect_input,
+    read_input,
+    start_spark,
+    summarize,
+    write_outputs,
+)
 from windowkit.core.durations import to_micros
 from windowkit.core.persistence import PersistenceConfig
 from windowkit.core.validation import check_in_range, check_int
@@ -19,8 +32,8 @@ def register(subparsers) -> None:
     >>> register(parser.add_subparsers(dest="command"))
     >>> args = parser.parse_args(["persistent", "--input", "in", "--output", "out",
     ...                           "--item", "ip", "--time", "t", "--window-slots", "288"])
-    >>> args.window_slots, args.slot, args.alpha, args.fixed, args.func is run
-    (288, '30 seconds', 0.5, False, True)
+    >>> args.window_slots, args.slot, args.alpha, args.epsilon, args.func is run
+    (288, '30 seconds', 0.5, None, True)
     """
     parser = subparsers.add_parser(
         "persistent",
@@ -28,8 +41,9 @@ def register(subparsers) -> None:
         description="Report the items that appear in at least alpha * window-slots of the "
                     "window's timeslots (sliding windows ending at every slot, or tumbling "
                     "windows with --fixed), with the persistent-items sketch, or exactly with "
-                    "--exact (batch only). Output: Parquet with window_end_slot, window_start, "
-                    "window_end, the item, estimate (or persistence), status and detail.",
+                    "--exact (batch only). Output: OUTPUT/persistent (window_end_slot, "
+                    "window_start, window_end, the item, estimate: the exact persistence with "
+                    "--exact) and OUTPUT/rejected (status and the row as JSON in detail).",
     )
     add_io_arguments(parser)
     parser.add_argument("--item", required=True, help="item column (e.g. a source IP)")
@@ -37,11 +51,15 @@ def register(subparsers) -> None:
     parser.add_argument("--slot", default="30 seconds", help="timeslot length")
     parser.add_argument("--window-slots", type=int, default=100, help="window length in slots")
     parser.add_argument("--alpha", type=float, default=0.5, help="persistence threshold (0, 1]")
-    parser.add_argument("--epsilon", type=float, default=0.1,
-                        help="uncertainty in (0, alpha): lower = more exact, more memory")
+    parser.add_argument("--epsilon", type=float, default=None,
+                        help="uncertainty in (0, alpha): lower = more exact, more memory "
+                             "(default alpha / 2)")
     parser.add_argument("--delta", type=float, default=None,
                         help="false-negative probability (runs more sketch instances)")
     parser.add_argument("--fixed", action="store_true", help="tumbling instead of sliding")
+    parser.add_argument("--origin", default=None,
+                        help="start of slot 0, e.g. '2024-01-01' (default 1970-01-01 UTC, "
+                             "so '1 week' slots start on Thursdays)")
     parser.add_argument("--exact", action="store_true",
                         help="exact persistence in Spark SQL instead of the sketch (batch)")
     parser.add_argument("--shards", type=int, default=None, help="Spark groups of items")
@@ -55,7 +73,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the subcommand; parameters are checked before Spark starts.
+    """Run the subcommand; parameters, input and output are checked before Spark starts.
 
     Examples
     --------
@@ -66,6 +84,48 @@ def run(args: argparse.Namespace) -> int:
     ...
     ValueError: `epsilon` must be smaller than `alpha`; got epsilon=0.7, alpha=0.5
     """
+    epsilon = args.alpha / 2 if args.epsilon is None else args.epsilon
+    _check_parameters(args, epsilon)
+    info = inspect_input(args.input, args.format)
+    check_columns(info, item=args.item, time=args.time)
+    check_output(args.output, args.overwrite)
+    progress = Progress()
+    spark = start_spark(args, "windowkit persistent", progress)
+    from pyspark.sql import functions as F
+
+    from windowkit.spark.persistent import (
+        exact_persistent_items,
+        persistent_items,
+        split_persistent,
+    )
+
+    df = read_input(spark, args, info)
+    common = {"item": args.item, "time": args.time, "slot": args.slot,
+              "window_slots": args.window_slots, "alpha": args.alpha,
+              "sliding": not args.fixed, "time_unit": args.time_unit, "origin": args.origin}
+    if args.exact:
+        progress.step("exact persistence (Spark SQL)")
+        result = exact_persistent_items(df, **common)
+        # the sketch's schema: the exact persistence is the estimate, as a double
+        result = result.withColumn("persistence", F.col("persistence").cast("double")
+                                   ).withColumnRenamed("persistence", "estimate")
+    else:
+        progress.step("persistent-items sketch" + (" (streaming)" if args.stream else ""))
+        result = persistent_items(df, **common, epsilon=epsilon, delta=args.delta,
+                                  shards=args.shards, late=getattr(args, "late", None),
+                                  seed=args.seed)
+    counts = write_outputs(result, args, lambda r: dict(zip(
+        ("persistent", "rejected"), split_persistent(r), strict=True)), progress)
+    progress.step(f"wrote {args.output}: {summarize(counts)}")
+    if args.plot:
+        written = spark.read.parquet(os.path.join(args.output, "persistent"))
+        _plot_top_items(written, args.plot, item=args.item, value="estimate",
+                        window_slots=args.window_slots, top=args.plot_items)
+        progress.step(f"plotted {args.plot}")
+    return 0
+
+
+def _check_parameters(args: argparse.Namespace, epsilon: float) -> None:
     to_micros(args.slot, "slot")
     check_int("window_slots", args.window_slots, 1)
     if args.exact:
@@ -74,54 +134,19 @@ def run(args: argparse.Namespace) -> int:
             msg = "`--exact` works on batch input only; drop `--stream`"
             raise ValueError(msg)
     else:
-        PersistenceConfig(alpha=args.alpha, epsilon=args.epsilon, n=args.window_slots,
+        PersistenceConfig(alpha=args.alpha, epsilon=epsilon, n=args.window_slots,
                           delta=args.delta, seed=args.seed)
-    if args.shards is not None:
-        check_int("shards", args.shards, 1)
-    if args.plot:
+    check_positive("shards", getattr(args, "shards", None))
+    if getattr(args, "plot", None):
         check_int("plot_items", args.plot_items, 1)
         if args.stream:
             msg = "`--plot` works on batch input only; drop `--stream`"
             raise ValueError(msg)
+    if getattr(args, "origin", None) is not None:
+        from windowkit.core.durations import origin_micros
 
-    from windowkit.spark.persistent import exact_persistent_items, persistent_items
-    from windowkit.spark.session import windowkit_session
-
-    progress = Progress()
-    progress.step("starting Spark")
-    spark = windowkit_session(args.master, app_name="windowkit-persistent")
-    df = read_input(spark, args)
-    common = {"item": args.item, "time": args.time, "slot": args.slot,
-              "window_slots": args.window_slots, "alpha": args.alpha,
-              "sliding": not args.fixed}
-    if args.exact:
-        progress.step("exact persistence (Spark SQL)")
-        result = exact_persistent_items(df, **common)
-    else:
-        progress.step("persistent-items sketch" + (" (streaming)" if args.stream else ""))
-        result = persistent_items(df, **common, epsilon=args.epsilon, delta=args.delta,
-                                  shards=args.shards, late=args.late, seed=args.seed)
-    if args.stream:
-        query = (result.writeStream.format("parquet").option("path", args.output)
-                 .option("checkpointLocation", args.checkpoint).outputMode("append")
-                 .trigger(availableNow=True).start())
-        query.awaitTermination()
-        progress.step(f"streamed into {args.output}")
-        return 0
-    result.write.mode("overwrite").parquet(args.output)
-    written = spark.read.parquet(args.output)
-    if "status" in written.columns:
-        counts = {r[0]: r[1] for r in written.groupBy("status").count().collect()}
-        summary = ", ".join(f"{n:,} {status}" for status, n in sorted(counts.items()))
-    else:
-        summary = f"{written.count():,} persistent"
-    progress.step(f"wrote {args.output}: {summary or 'no rows'}")
-    if args.plot:
-        value = "persistence" if args.exact else "estimate"
-        _plot_top_items(written, args.plot, item=args.item, value=value,
-                        window_slots=args.window_slots, top=args.plot_items)
-        progress.step(f"plotted {args.plot}")
-    return 0
+        origin_micros(args.origin)
+    check_stream_options(args)
 
 
 def _plot_top_items(written, path: str, *, item: str, value: str, window_slots: int,
@@ -135,8 +160,6 @@ def _plot_top_items(written, path: str, *, item: str, value: str, window_slots: 
     from windowkit.plots import plot_persistence
 
     reported = written.where(F.col("window_end_slot").isNotNull())
-    if "status" in written.columns:
-        reported = reported.where(F.col("status") == "persistent")
     chosen = (reported.groupBy(item).agg(F.count("*").alias("_n"), F.sum(value).alias("_v"))
               .orderBy(F.desc("_n"), F.desc("_v"), F.col(item)).limit(top).select(item))
     rows = (reported.join(chosen, item)

@@ -73,7 +73,7 @@ class Duration:
         >>> Duration.parse("-3 rows", "min_duration")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: `min_duration` must be a positive duration like '3 rows' or '90 seconds'; ...
+        ValueError: `min_duration` must be a positive duration like '3 rows' or '90 seconds' ...
         """
         if isinstance(value, Duration):
             result = value
@@ -121,3 +121,25 @@ def to_micros(value: str | int | dt.timedelta, name: str) -> int:
             raise ValueError(msg)
         return value
     return Duration.parse(value, name, allow_rows=False).amount
+
+
+def origin_micros(origin: str | dt.datetime | None) -> int:
+    """The start of slot 0 in µs since 1970 (UTC); ``ValueError`` naming ``origin``.
+
+    Examples
+    --------
+    >>> origin_micros("1970-01-05 00:00:00")  # the first Monday after the epoch
+    345600000000
+    """
+    if origin is None:
+        return 0
+    import pandas as pd
+
+    try:
+        stamp = pd.Timestamp(origin)
+    except (ValueError, TypeError) as exc:
+        msg = f"`origin` must be a date-time like '2024-01-01 00:00:00'; got {origin!r}"
+        raise ValueError(msg) from exc
+    if stamp.tzinfo is None:
+        stamp = stamp.tz_localize("UTC")
+    return int(stamp.value // 1000)

@@ -7,7 +7,11 @@ plain Python lists. It is meant to be obviously right, not fast.
 The specification, for one key's stream (times are int64 microseconds; a *value* is ``1`` when
 the predicate holds, ``0`` when it does not, ``-1`` when it is missing/unknown):
 
-* Rows are taken in time order (ties keep their input order).
+* Rows are taken in time order. Rows of one key at the same time (the paper assumes there are
+  none) are all reports, taken in the order unsatisfied, missing, satisfying, whatever their
+  input order (``duplicates="keep"``); or they are one report, which holds if any of them holds
+  (``"any"``: else missing if one is missing, else not holding) or only if all of them hold
+  (``"all"``: else not holding if one does not hold, else missing).
 * With a reporting *schedule* of period ``P``, between consecutive rows at ``a < b`` there are
   ``m = max(0, (2 * (b - a) + P) // (2 * P) - 1)`` virtual absent reports (value ``-1``) at
   ``a + j * P`` for ``j = 1..m``; none before the first row; and at end of input one more
@@ -47,6 +51,7 @@ def threshold_frames_reference(
     missing: MissingPolicy = "unsatisfied",
     schedule: int | str | dt.timedelta | None = None,
     fragment_every: Duration | str | int | dt.timedelta | None = None,
+    duplicates: str = "keep",
 ) -> pd.DataFrame:
     """Threshold frames of every key, by brute force.
 
@@ -67,6 +72,8 @@ def threshold_frames_reference(
     fragment_every : Duration, str, int, timedelta or None
         When given, also emit ``"partial"`` rows: at the anchor, then every ``fragment_every``
         (rows or time) after it. When ``None``, only ``"final"`` rows are returned.
+    duplicates : {"keep", "any", "all"}
+        What rows of one key at one time mean (see the module docstring).
 
     Returns
     -------
@@ -111,7 +118,7 @@ def threshold_frames_reference(
     for key, group in df.groupby("key", sort=False):
         times = group["time"].astype("int64").tolist()
         rows = list(zip(times, group["value"].tolist(), strict=True))
-        rows.sort(key=lambda row: row[0])  # list.sort is stable: ties keep input order
+        rows = _settle_ties(rows, duplicates)
         expanded = expand_schedule(rows, period)
         out.extend(_frames_of_key(key, expanded, missing, min_d, frag))
 
@@ -130,6 +137,28 @@ def threshold_frames_reference(
     result["_final"] = result["status"] == "final"
     result = result.sort_values(["key", "frame_id", "_final", "last"], kind="stable")
     return result.drop(columns="_final").reset_index(drop=True)
+
+
+_TIE_ORDER = {0: 0, -1: 1, 1: 2}  # unsatisfied, missing, satisfying
+
+
+def _settle_ties(rows: list[tuple[int, int]], duplicates: str) -> list[tuple[int, int]]:
+    """One key's rows in time order, with the ``duplicates`` rule applied to equal times."""
+    if duplicates not in ("keep", "any", "all"):
+        msg = f"`duplicates` must be one of 'keep', 'any', 'all'; got {duplicates!r}"
+        raise ValueError(msg)
+    by_time: dict[int, list[int]] = {}
+    for t, v in rows:
+        by_time.setdefault(t, []).append(v)
+    settled = []
+    for t in sorted(by_time):
+        values = sorted(by_time[t], key=_TIE_ORDER.__getitem__)
+        if duplicates == "any":
+            values = [1 if 1 in values else (-1 if -1 in values else 0)]
+        elif duplicates == "all":
+            values = [0 if 0 in values else (-1 if -1 in values else 1)]
+        settled.extend((t, v) for v in values)
+    return settled
 
 
 def expand_schedule(rows: list[tuple[int, int]], period: int | None) -> list[tuple[int, int]]:

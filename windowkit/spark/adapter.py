@@ -45,10 +45,13 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
 from windowkit.core.durations import to_micros
 from windowkit.core.operator import KEY, TIME, EventTimeRunner, StreamOperator, empty_frame
+from windowkit.core.validation import check_int
+from windowkit.spark.event_time import event_time
 
 SHARD = "wk_shard"  # no leading "__": TWS renames such columns positionally
 SHARD_OUT = "shard"
 EVENT_TIME = "wk_event_time"
+ROUTE = "wk_route"
 REJECTED = "rejected"
 DETAIL_OUT = "detail"
 PAYLOAD = "wk_rows"
@@ -56,6 +59,11 @@ PAYLOAD = "wk_rows"
 # (about 73,000 years) of 1970 so that the folded value fits in an int64.
 FOLD_BITS = 2
 FOLD_LIMIT = 2 ** (63 - FOLD_BITS) - 1
+# The folded code of a flagged row (see OperatorJob.flagged): one more than the largest value.
+FLAGGED_CODE = (1 << FOLD_BITS) - 1
+FLAG_SEPARATOR = "\x00"
+#: Columns whose names start with this are windowkit's own, never part of a rejected row's JSON.
+INTERNAL_PREFIX = "wk_"
 PACKED_SCHEMA = T.StructType([T.StructField(SHARD, T.IntegerType(), True),
                               T.StructField(PAYLOAD, T.BinaryType(), True)])
 
@@ -89,6 +97,12 @@ class OperatorJob:
         JVM's Arrow writer pays per column and row: for threshold frames this cut the JVM's
         CPU time in the stage that feeds Python by a fifth. The operator receives the same
         values; a row whose time is more than 2**61 µs from 1970 is then malformed.
+    flagged : Column, optional
+        With ``folded`` only: true for rows that are reported as malformed (with the row as
+        JSON in ``detail``) *and* still given to the operator, with ``folded`` set to -1 (for
+        frames: a report of unknown value, which breaks or is bridged like a missing one).
+        They travel with the folded code 3 and ``key + NUL + JSON`` in the key column, so the
+        common rows pay nothing for them.
     """
 
     factory: Callable[[], StreamOperator]
@@ -96,6 +110,7 @@ class OperatorJob:
     inputs: dict[str, Column]
     valid: Column | None = None
     folded: str | None = None
+    flagged: Column | None = None
 
     def shipped(self) -> list[str]:
         """The inputs that travel as columns of their own."""
@@ -119,6 +134,7 @@ def run_operator(
     late: str | None = None,
     shard: Column | None = None,
     route: str | None = None,
+    time_unit: str | None = None,
 ) -> DataFrame:
     """Run ``job``'s operator over ``df`` on batch or streaming DataFrames alike.
 
@@ -129,7 +145,8 @@ def run_operator(
     job : OperatorJob
         The operator, its schema and its input columns.
     time : str or Column
-        Event time: a timestamp, or an integer (taken as microseconds).
+        Event time: a timestamp, ``timestamp_ntz``, date, timestamp string, or an integer
+        with ``time_unit`` (see :mod:`windowkit.spark.event_time`).
     key : str, Column or None
         Grouping key (cast to string for transport; a null key makes the row malformed); None
         for one global key.
@@ -145,22 +162,21 @@ def run_operator(
         Without ``shard``: the column (``"key"`` or one of ``job.inputs`` other than
         ``job.folded``) whose equal values must meet in one shard; default ``"key"``. Rows
         are spread by its hash; a null value makes the row malformed.
+    time_unit : {"s", "ms", "us", "ns"}, optional
+        The unit of an integer ``time`` column (required for one, refused for any other).
 
     Returns
     -------
     DataFrame
-        The operator's columns (``timestamp`` columns as Spark timestamps) plus ``shard`` (the
+        The operator's columns (``timestamp`` columns in the kind of ``time``: timestamps,
+        ``timestamp_ntz``, or integers in ``time_unit``) plus ``shard`` (the
         shard that produced the row), ``rejected`` and ``detail``.
     """
     spark = df.sparkSession
     if shards is None:
         shards = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    if shards < 1:
-        msg = f"`shards` must be an integer in [1, inf); got {shards!r}"
-        raise ValueError(msg)
-    time_col = F.col(time) if isinstance(time, str) else time
+    shards = check_int("shards", shards, 1)
     key_col = F.lit("") if key is None else (F.col(key) if isinstance(key, str) else key)
-    micros = _to_micros(df, time_col)
     explicit_shard = shard is not None
     route = route or KEY
     if route != KEY and route not in job.inputs:
@@ -171,6 +187,8 @@ def run_operator(
         # most four shards anyway
         msg = f"`route` must not be the job's folded input {route!r}; route by 'key' instead"
         raise ValueError(msg)
+    clock = event_time(df, time, time_unit)
+    micros = clock.micros()
     # a row with no key (or no routing value) belongs to no key's state and to no shard
     malformed = micros.isNull() | key_col.isNull()
     if route != KEY:
@@ -178,16 +196,31 @@ def run_operator(
     if job.valid is not None:
         malformed = malformed | ~F.coalesce(job.valid, F.lit(False))
     shipped_time = micros
+    if job.flagged is not None and job.folded is None:
+        msg = "`flagged` needs a `folded` input (flagged rows travel with the folded code 3)"
+        raise ValueError(msg)
+    original = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns
+                                    if not c.startswith(INTERNAL_PREFIX)]))
+    key_text = key_col.cast("string")
     if job.folded is not None:
         # a time too far out to fold is not a real event time
         malformed = malformed | ~micros.between(-FOLD_LIMIT, FOLD_LIMIT)
-        shipped_time = micros * (1 << FOLD_BITS) + (job.inputs[job.folded].cast("long") + 1)
-    original = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
+        code = job.inputs[job.folded].cast("long") + 1
+        if job.flagged is not None:
+            flagged = F.coalesce(job.flagged, F.lit(False)) & ~malformed
+            code = F.when(flagged, F.lit(FLAGGED_CODE)).otherwise(code)
+            key_text = F.when(flagged, F.concat(key_text, F.lit(FLAG_SEPARATOR), original)
+                              ).otherwise(key_text)
+        shipped_time = micros * (1 << FOLD_BITS) + code
     # Every column shipped to Python costs JVM time per row, so a malformed row has no column
     # of its own: its time is null and its key column carries the row as JSON.
+    # A flagged row's key column holds more than its key: it is routed by the key alone,
+    # through a column that leaves before the rows reach Python.
+    route_by = ROUTE if job.flagged is not None and route == KEY else route
     prepared = df.select(
         *([shard.cast("int").alias(SHARD)] if explicit_shard else []),
-        F.when(malformed, original).otherwise(key_col.cast("string")).alias(KEY),
+        *([key_col.cast("string").alias(ROUTE)] if route_by == ROUTE else []),
+        F.when(malformed, original).otherwise(key_text).alias(KEY),
         F.when(~malformed, shipped_time).alias(TIME),
         *[job.inputs[name].alias(name) for name in job.shipped()],
         *([F.timestamp_micros(micros).alias(EVENT_TIME)] if df.isStreaming else []),
@@ -202,13 +235,16 @@ def run_operator(
         # partition `repartition(shards, route)` would give (Spark's hash, modulo shards), and
         # the watermark, defined above on the rows themselves, is unchanged by the packing.
         if not explicit_shard:
-            prepared = prepared.withColumn(SHARD, F.pmod(F.hash(F.col(route)), F.lit(shards)))
+            prepared = prepared.withColumn(SHARD, F.pmod(F.hash(F.col(route_by)),
+                                                         F.lit(shards)))
+        if route_by == ROUTE:
+            prepared = prepared.drop(ROUTE)
         group_ids = spread_group_ids(shards)
         packed = prepared.mapInArrow(functools.partial(_pack_rows, group_ids), PACKED_SCHEMA)
         out = packed.groupBy(SHARD).transformWithStateInPandas(
             statefulProcessor=_RunnerProcessor(job.factory, list(job.inputs), job.shipped(),
                                                job.folded, _own_watermark_delay(df, late),
-                                               group_ids),
+                                               group_ids, job.flagged is not None),
             outputStructType=schema,
             outputMode="Append",
             timeMode="EventTime",
@@ -217,15 +253,18 @@ def run_operator(
         # A bounded input needs no grouping or sort in the JVM: each task streams its shard's
         # rows through the shard's runner, then ends the input. A shard's rows meet in one
         # task; the shard is the task's partition id unless the caller gave one explicitly.
-        partitioned = prepared.repartition(shards, SHARD if explicit_shard else route)
+        partitioned = prepared.repartition(shards, SHARD if explicit_shard else route_by)
+        if route_by == ROUTE:
+            partitioned = partitioned.drop(ROUTE)
         # Arrow batches, not pandas: the key column goes to the operator as dictionary codes
         # (a Categorical) instead of millions of Python strings.
         out = partitioned.mapInArrow(
-            functools.partial(_run_partition, job.factory, job.shipped(), job.folded, schema),
+            functools.partial(_run_partition, job.factory, job.shipped(), job.folded,
+                              job.flagged is not None, schema),
             schema)
     for name, kind in job.schema:
         if kind == "timestamp":
-            out = out.withColumn(name, F.timestamp_micros(F.col(name)))
+            out = out.withColumn(name, clock.restore(F.col(name)))
     return out
 
 
@@ -233,6 +272,7 @@ def _run_partition(
     factory: Callable[[], StreamOperator],
     shipped: list[str],
     folded: str | None,
+    has_flags: bool,
     schema: T.StructType,
     batches: Iterator[pa.RecordBatch],
 ) -> Iterator[pa.RecordBatch]:
@@ -242,7 +282,7 @@ def _run_partition(
     parts: dict[int, list[pa.RecordBatch]] = {}
     for batch in batches:
         for shard, part in _split_by_shard(batch):
-            good, rejected = _take_malformed(part, shipped)
+            good, rejected = _take_rejected(part, shipped, has_flags)
             if len(rejected):
                 yield _to_arrow(empty_frame(operator_schema), rejected, operator_schema, shard,
                                 arrow_schema)
@@ -337,6 +377,42 @@ def _take_malformed(rows: pa.RecordBatch | pa.Table,
     return rows.select([KEY, TIME, *shipped]), rejected
 
 
+def _take_rejected(rows: pa.RecordBatch | pa.Table, shipped: list[str],
+                   has_flags: bool) -> tuple[pa.RecordBatch | pa.Table, pd.DataFrame]:
+    """:func:`_take_malformed`, then (with flags) :func:`_take_flagged`."""
+    good, rejected = _take_malformed(rows, shipped)
+    if not has_flags:
+        return good, rejected
+    good, flagged = _take_flagged(good)
+    if not len(flagged):
+        return good, rejected
+    return good, pd.concat([rejected, flagged], ignore_index=True) if len(rejected) else flagged
+
+
+def _take_flagged(rows: pa.RecordBatch | pa.Table) -> tuple[pa.RecordBatch | pa.Table,
+                                                               pd.DataFrame]:
+    """Flagged rows (folded code 3): reported as malformed and kept with the code of -1 (0).
+
+    Rare, so only a batch that has one pays for decoding its key column.
+    """
+    times = rows.column(TIME).to_numpy()
+    is_flagged = (times & FLAGGED_CODE) == FLAGGED_CODE
+    if not is_flagged.any():
+        return rows, pd.DataFrame({REJECTED: [], DETAIL_OUT: []})
+    keys = rows.column(KEY).to_numpy(zero_copy_only=False).copy()
+    details = []
+    for i in np.flatnonzero(is_flagged).tolist():
+        keys[i], detail = keys[i].split(FLAG_SEPARATOR, 1)
+        details.append(detail)
+    times = np.where(is_flagged, times - FLAGGED_CODE, times)  # code 3 -> 0, i.e. value -1
+    columns = {name: rows.column(name) for name in rows.column_names}
+    columns[KEY] = pa.array(keys, pa.string())
+    columns[TIME] = pa.array(times, pa.int64())
+    fixed = pa.table(columns) if isinstance(rows, pa.Table) else pa.RecordBatch.from_pydict(
+        columns)
+    return fixed, pd.DataFrame({REJECTED: "malformed", DETAIL_OUT: details})
+
+
 def _split_by_shard(batch: pa.RecordBatch) -> Iterator[tuple[int, pa.RecordBatch]]:
     """``(shard, its rows without the shard column)`` for each shard present in ``batch``."""
     if SHARD not in batch.schema.names:  # one shard per task: the partition
@@ -385,18 +461,6 @@ def _to_arrow(
     return pa.RecordBatch.from_pandas(frame, schema=arrow_schema, preserve_index=False)
 
 
-def _to_micros(df: DataFrame, time_col: Column) -> Column:
-    dtype = df.select(time_col).schema.fields[0].dataType
-    if isinstance(dtype, (T.TimestampType, T.TimestampNTZType, T.DateType)):
-        return F.unix_micros(time_col.cast("timestamp"))
-    if isinstance(dtype, (T.IntegralType,)):
-        return time_col.cast("long")
-    if isinstance(dtype, T.StringType):
-        return F.unix_micros(F.try_to_timestamp(time_col))
-    msg = f"`time` must be a timestamp, date, integer or timestamp string column; got {dtype}"
-    raise ValueError(msg)
-
-
 def _late_frame(late: pd.DataFrame, inputs: list[str]) -> pd.DataFrame:
     records = late[[KEY, TIME, *inputs]].to_dict(orient="records")
     details = [json.dumps(r, default=_json_default) for r in records]
@@ -433,8 +497,10 @@ class _RunnerProcessor(StatefulProcessor):
     def __init__(
         self, factory: Callable[[], StreamOperator], inputs: list[str], shipped: list[str],
         folded: str | None, delay_us: int | None, group_ids: list[int],
+        has_flags: bool = False,
     ) -> None:
         self.factory = factory
+        self.has_flags = has_flags
         self.inputs = inputs
         self.shipped = shipped
         self.folded = folded
@@ -476,7 +542,7 @@ class _RunnerProcessor(StatefulProcessor):
 
     def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> Iterator:
         runner = self._load()
-        good, rejected = _take_malformed(_unpack_rows(rows), self.shipped)
+        good, rejected = _take_rejected(_unpack_rows(rows), self.shipped, self.has_flags)
         good = _arrow_to_frame(good, self.folded)
         # Spark's rule: a row is late if the watermark in force when its micro-batch starts
         # has passed it, so apply this batch's watermark before admitting the rows.

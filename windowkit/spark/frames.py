@@ -13,12 +13,20 @@ from windowkit.core.durations import Duration
 from windowkit.core.frames import (
     OUTPUT_SCHEMA,
     VALUE,
+    DuplicatePolicy,
     MissingPolicy,
     ThresholdFramer,
     ThresholdFrameSpec,
 )
 from windowkit.core.operator import KEY
-from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, run_operator
+from windowkit.spark.adapter import (
+    DETAIL_OUT,
+    INTERNAL_PREFIX,
+    REJECTED,
+    OperatorJob,
+    run_operator,
+)
+from windowkit.spark.event_time import TimeUnit
 
 FRAME_STATUSES = ("partial", "final")
 
@@ -34,6 +42,8 @@ def threshold_frames(
     fragment_every: str | int | Duration | None = None,
     late: str | None = "1 minute",
     shards: int | None = None,
+    time_unit: TimeUnit | None = None,
+    duplicates: DuplicatePolicy = "keep",
 ) -> DataFrame:
     """Maximal periods where ``when`` holds, per ``by`` key (NiagaraST's frame operator).
 
@@ -48,10 +58,16 @@ def threshold_frames(
     df : DataFrame
         The readings.
     time : str or Column
-        Event time: a timestamp column (or an integer column of microseconds).
+        Event time: a timestamp, ``timestamp_ntz`` (read as the wall-clock time it holds,
+        whatever the session time zone), date or timestamp-string column, or an integer
+        column with ``time_unit``.
     when : str or Column
-        The predicate, a Column or a SQL expression such as ``"loss_rate > 0.003"``; null means
-        missing.
+        The predicate, a Column or a SQL expression such as ``"loss_rate > 0.003"``. It is
+        evaluated with Spark's non-ANSI casts whatever ``spark.sql.ansi.enabled`` says, so a
+        value it cannot evaluate (``'n/a' > 0.003``) gives the same result everywhere: a
+        report of unknown value (a missing value for the framing) that also comes out as a
+        ``malformed`` row. A null, NaN or ±inf in a column the predicate names is a missing
+        value (Spark orders NaN above every number, so ``v > 0`` would hold for it).
     by : str, optional
         The key column; frames are computed per key.
     min_duration : str, int or Duration
@@ -68,6 +84,13 @@ def threshold_frames(
     shards : int, optional
         Spark groups the keys are hashed into (default: ``spark.sql.shuffle.partitions``). Keep
         it fixed across restarts of a streaming query.
+    time_unit : {"s", "ms", "us", "ns"}, optional
+        The unit of an integer ``time`` column (required for one); output times are then
+        integers in that unit.
+    duplicates : {"keep", "any", "all"}
+        Rows of one key at the same time (see :class:`~windowkit.core.frames.ThresholdFramer`):
+        all are reports, taken in a fixed order whatever the input order (``"keep"``), or one
+        report that holds if any (``"any"``) or all (``"all"``) of them hold.
 
     Returns
     -------
@@ -86,7 +109,7 @@ def threshold_frames(
     >>> temps = [30, 31, 33, 34, 30, 34, 33, 34, 35, 32]
     >>> df = spark.createDataFrame([("s1", t, x) for t, x in enumerate(temps, 1)],
     ...                            "sensor string, t long, temp int")
-    >>> frames = threshold_frames(df, time="t", when="temp > 32", by="sensor")
+    >>> frames = threshold_frames(df, time="t", when="temp > 32", by="sensor", time_unit="s")
     >>> frames.select("sensor", "start", "last", "end", "status").orderBy("start").show()
     +------+-----+----+---+------+
     |sensor|start|last|end|status|
@@ -96,26 +119,24 @@ def threshold_frames(
     +------+-----+----+---+------+
     <BLANKLINE>
     """
-    spec = ThresholdFrameSpec.create(min_duration, missing, schedule, fragment_every)
-    predicate = F.expr(when) if isinstance(when, str) else when
-    code = F.when(predicate.isNull(), F.lit(-1)).when(predicate, F.lit(1)).otherwise(F.lit(0))
+    spec = ThresholdFrameSpec.create(min_duration, missing, schedule, fragment_every,
+                                     duplicates)
+    coded = _with_predicate_code(df, when)
     job = OperatorJob(
         factory=functools.partial(ThresholdFramer, spec=spec),
         schema=OUTPUT_SCHEMA,
-        inputs={VALUE: code.cast("tinyint")},
-        valid=evaluable(df, when, predicate),
+        inputs={VALUE: F.col(_CODE)},
+        flagged=F.col(_UNEVALUABLE),
         folded=VALUE,
     )
-    out = run_operator(df, job, time=time, key=by, shards=shards, late=late)
+    out = run_operator(coded, job, time=time, key=by, shards=shards, late=late,
+                       time_unit=time_unit)
     status = F.coalesce(F.col(REJECTED), F.col("status"))
     out = out.withColumn("status", status).drop(REJECTED)
     key_name = by if by is not None else KEY
     if by is not None:
         key_type = df.schema[by].dataType
         out = out.withColumn(KEY, F.col(KEY).cast(key_type))
-    if _is_integer_time(df, time):
-        for c in ("start", "end", "last"):
-            out = out.withColumn(c, F.unix_micros(F.col(c)))
     out = out.withColumnRenamed(KEY, key_name)
     columns = [key_name, "frame_id", "start", "end", "last", "n_tuples", "n_missing", "status",
                DETAIL_OUT]
@@ -128,7 +149,7 @@ def split_rejected(result: DataFrame) -> tuple[DataFrame, DataFrame]:
     Examples
     --------
     >>> df = spark.createDataFrame([(1, 5.0), (2, 7.0), (None, 9.0)], "t long, x double")
-    >>> frames, rejected = split_rejected(threshold_frames(df, "t", "x > 1"))
+    >>> frames, rejected = split_rejected(threshold_frames(df, "t", "x > 1", time_unit="s"))
     >>> frames.count(), rejected.select("status", "detail").first()
     (1, Row(status='malformed', detail='{"x":9.0}'))
     """
@@ -136,29 +157,44 @@ def split_rejected(result: DataFrame) -> tuple[DataFrame, DataFrame]:
     return result.filter(is_frame).drop(DETAIL_OUT), result.filter(~is_frame)
 
 
-def evaluable(df: DataFrame, when: str | Column, predicate: Column) -> Column:
-    """False where the predicate is null although every column it names is non-null.
+_CODE = f"{INTERNAL_PREFIX}code"
+_UNEVALUABLE = f"{INTERNAL_PREFIX}unevaluable"
 
-    A null input is a missing value (the paper's missing data); a null result from non-null
-    inputs means the predicate could not be evaluated (e.g. ``'n/a' > 0.003`` with ANSI off),
-    and such a row is malformed.
 
-    Examples
-    --------
-    >>> df = spark.createDataFrame([("0.5",), ("n/a",), (None,)], "x string")
-    >>> df.select(evaluable(df, "try_cast(x AS double) > 0.1",
-    ...                     F.expr("try_cast(x AS double) > 0.1")).alias("ok")).collect()
-    [Row(ok=True), Row(ok=False), Row(ok=True)]
+def _with_predicate_code(df: DataFrame, when: str | Column) -> DataFrame:
+    """``df`` with the predicate's code (1 holds, 0 does not, -1 missing) and whether it
+    could not be evaluated, analysed with non-ANSI casts.
+
+    Spark fixes a cast's ANSI mode when it analyses the expression, so the projection is
+    analysed here with ANSI off and keeps those semantics wherever the plan runs.
     """
-    text = when if isinstance(when, str) else str(when)
-    names = [c for c in df.columns if re.search(rf"(?<![\w.`]){re.escape(c)}(?![\w`])", text)
-             or f"`{c}`" in text]
-    inputs_present = F.lit(True)
+    predicate = F.expr(when) if isinstance(when, str) else when
+    names = _referenced_columns(df, when)
+    missing_input = F.lit(False)
     for name in names:
-        inputs_present = inputs_present & F.col(f"`{name}`").isNotNull()
-    return ~(predicate.isNull() & inputs_present)
+        col = F.col(f"`{name}`")
+        missing_input = missing_input | col.isNull()
+        dtype = df.schema[name].dataType
+        if isinstance(dtype, (T.FloatType, T.DoubleType, T.StringType)):
+            # a string the predicate compares with a number is cast to double: "NaN" too
+            number = col if not isinstance(dtype, T.StringType) else col.cast("double")
+            infinite = F.coalesce(F.abs(number) == float("inf"), F.lit(False))
+            missing_input = missing_input | F.isnan(number) | infinite
+    code = (F.when(missing_input | predicate.isNull(), F.lit(-1))
+            .when(predicate, F.lit(1)).otherwise(F.lit(0)).cast("tinyint"))
+    unevaluable = predicate.isNull() & ~missing_input
+    spark = df.sparkSession
+    ansi = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", "false")
+    try:
+        coded = df.withColumns({_CODE: code, _UNEVALUABLE: unevaluable})
+        coded.schema  # noqa: B018 - forces the analysis while ANSI is off
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", ansi)
+    return coded
 
 
-def _is_integer_time(df: DataFrame, time: str | Column) -> bool:
-    col = F.col(time) if isinstance(time, str) else time
-    return isinstance(df.select(col).schema.fields[0].dataType, T.IntegralType)
+def _referenced_columns(df: DataFrame, when: str | Column) -> list[str]:
+    text = when if isinstance(when, str) else str(when)
+    return [c for c in df.columns if re.search(rf"(?<![\w.`]){re.escape(c)}(?![\w`])", text)
+            or f"`{c}`" in text]

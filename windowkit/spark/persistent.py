@@ -24,10 +24,11 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from windowkit.core.durations import to_micros
+from windowkit.core.durations import origin_micros, to_micros
 from windowkit.core.persistence.operator import ITEM, PersistentItemsOperator
 from windowkit.core.validation import check_in_range, check_int
-from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, _to_micros, run_operator
+from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, run_operator
+from windowkit.spark.event_time import EventTime, TimeUnit, event_time
 
 REPORTED = "persistent"
 """``status`` of an output row that reports an item (others: ``malformed``, ``late``)."""
@@ -70,6 +71,8 @@ def persistent_items(
     shards: int | None = None,
     late: str | None = "1 minute",
     seed: int = 0,
+    time_unit: TimeUnit | None = None,
+    origin: str | dt.datetime | None = None,
 ) -> DataFrame:
     """Items present in at least ``alpha * window_slots`` of the last ``window_slots`` slots.
 
@@ -94,7 +97,8 @@ def persistent_items(
         The item column. Integer items travel as int64; other types as strings (the output
         casts them back to the column's type).
     time : str or Column
-        Event time: a timestamp, a timestamp string, or an integer of microseconds.
+        Event time: a timestamp, ``timestamp_ntz``, date or timestamp string, or an integer
+        with ``time_unit``.
     slot : str, int or datetime.timedelta
         Slot length: ``"30 seconds"``, a ``timedelta`` or microseconds.
     window_slots : int
@@ -115,6 +119,12 @@ def persistent_items(
         Streaming only: watermark delay such as ``"1 minute"``.
     seed : int
         Hash seed of the sketch.
+    time_unit : {"s", "ms", "us", "ns"}, optional
+        The unit of an integer ``time`` column (required for one).
+    origin : str or datetime, optional
+        Where slot 0 starts (``"2024-01-01 00:00:00"``, read as UTC, or a datetime). Default:
+        1970-01-01 00:00 UTC, like Spark's ``window()``; "1 week" slots then start on
+        Thursdays, the weekday of 1970-01-01.
 
     Returns
     -------
@@ -159,6 +169,7 @@ def persistent_items(
     <BLANKLINE>
     """
     slot_us, mode = _check(slot, window_slots, alpha, epsilon, sliding)
+    origin_us = origin_micros(origin)
     if delta is not None:
         check_in_range("delta", delta, 0, 1, low_open=True, high_open=True)
     if shards is None:
@@ -167,28 +178,30 @@ def persistent_items(
     item_type = df.schema[item].dataType
     integral = isinstance(item_type, T.IntegralType)
     op_kwargs = {"mode": mode, "item_type": "int64" if integral else "string",
-                 "delta": delta, "seed": seed}
+                 "delta": delta, "seed": seed, "origin": origin_us}
     schema = PersistentItemsOperator(  # also validates the parameters, before any Spark work
         alpha, epsilon, window_slots, slot_us, **op_kwargs).output_schema
     item_col = F.col(item)
     item_value = item_col.cast("long" if integral else "string")
-    micros = _to_micros(df, _column(time))
+    clock = event_time(df, time, time_unit)
+    micros = clock.micros()
     factory = functools.partial(PersistentItemsOperator, alpha, epsilon, window_slots,
                                 slot_us, **op_kwargs)
     if not df.isStreaming and mode == "sliding":
         # Each shard must run its windows to the input's last slot, not its own last row's.
         item_micros = F.when(item_col.isNotNull(), micros)  # rows without an item are rejected
-        end_slot = df.agg(F.max(_slot_index(item_micros, slot_us))).first()[0]
+        end_slot = df.agg(F.max(_slot_index(item_micros, slot_us, origin_us))).first()[0]
         factory = functools.partial(_BoundedPersistentOperator, alpha, epsilon, window_slots,
                                     slot_us, end_slot=end_slot, **op_kwargs)
     job = OperatorJob(factory=factory, schema=schema, inputs={ITEM: item_value})
     # Route by the item: every row of an item reaches the same shard (a row without an item is
     # malformed), and no key travels to Python (the operator needs none).
-    out = run_operator(df, job, time=micros, key=None, shards=shards, late=late, route=ITEM)
+    out = run_operator(df, job, time=micros, key=None, shards=shards, late=late, route=ITEM,
+                       time_unit="us")
     status = F.coalesce(F.col(REJECTED), F.lit(REPORTED))
     return out.select(
         "window_end_slot",
-        *_bounds(F.col("window_end_slot"), slot_us, window_slots, _is_integer_time(df, time)),
+        *_bounds(F.col("window_end_slot"), slot_us, window_slots, origin_us, clock),
         F.col(ITEM).cast(item_type).alias(item),
         "estimate",
         status.alias("status"),
@@ -204,6 +217,8 @@ def exact_persistent_items(
     window_slots: int = 100,
     alpha: float = 0.5,
     sliding: bool = True,
+    time_unit: TimeUnit | None = None,
+    origin: str | dt.datetime | None = None,
 ) -> DataFrame:
     """The exact alpha-persistent items of every window, in plain Spark SQL (batch only).
 
@@ -222,7 +237,7 @@ def exact_persistent_items(
     ----------
     df : DataFrame
         A batch DataFrame.
-    item, time, slot, window_slots, sliding
+    item, time, slot, window_slots, sliding, time_unit, origin
         As for :func:`persistent_items`.
     alpha : float
         Persistence threshold in (0, 1]: an item is reported when it is in at least
@@ -231,8 +246,10 @@ def exact_persistent_items(
     Returns
     -------
     DataFrame
-        ``window_end_slot``, ``window_start``, ``window_end``, the item column and
-        ``persistence`` (long). Rows with a null item or time are ignored.
+        ``window_end_slot``, ``window_start``, ``window_end``, the item column,
+        ``persistence`` (long), ``status`` (``persistent``, or ``malformed`` for a row with a
+        null item or a null or unparsable time, never dropped silently) and ``detail`` (the
+        rejected row as JSON).
 
     Examples
     --------
@@ -250,9 +267,12 @@ def exact_persistent_items(
         msg = "`df` must be a batch DataFrame: exact_persistent_items is a batch baseline"
         raise ValueError(msg)
     need = max(1, math.ceil(round(alpha * window_slots, 9)))
-    micros = _to_micros(df, _column(time))
-    pairs = (df.where(F.col(item).isNotNull() & micros.isNotNull())
-             .select(F.col(item).alias(ITEM), _slot_index(micros, slot_us).alias(_SLOT))
+    origin_us = origin_micros(origin)
+    clock = event_time(df, time, time_unit)
+    micros = clock.micros()
+    usable = F.col(item).isNotNull() & micros.isNotNull()
+    pairs = (df.where(usable)
+             .select(F.col(item).alias(ITEM), _slot_index(micros, slot_us, origin_us).alias(_SLOT))
              .distinct())
     n = F.lit(window_slots)
     if not sliding:
@@ -275,12 +295,16 @@ def exact_persistent_items(
         upto = F.least(F.col("next_c") - 1, F.col("wk_last"))
         out = steps.where(F.col("c") <= upto).select(
             F.explode(F.sequence(F.col("c"), upto)).alias("window_end_slot"), ITEM, F.col("p"))
-    return out.select(
-        "window_end_slot",
-        *_bounds(F.col("window_end_slot"), slot_us, window_slots, _is_integer_time(df, time)),
-        F.col(ITEM).alias(item),
-        F.col("p").cast("long").alias("persistence"),
-    )
+    bounds = _bounds(F.col("window_end_slot"), slot_us, window_slots, origin_us, clock)
+    reported = out.select(
+        "window_end_slot", *bounds, F.col(ITEM).alias(item),
+        F.col("p").cast("long").alias("persistence"), F.lit(REPORTED).alias("status"),
+        F.lit(None).cast("string").alias(DETAIL_OUT))
+    original = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
+    rejected = df.where(~F.coalesce(usable, F.lit(False))).select(
+        *[F.lit(None).cast(f.dataType).alias(f.name) for f in reported.schema.fields[:5]],
+        F.lit("malformed").alias("status"), original.alias(DETAIL_OUT))
+    return reported.unionByName(rejected)
 
 
 def split_persistent(result: DataFrame) -> tuple[DataFrame, DataFrame]:
@@ -291,7 +315,7 @@ def split_persistent(result: DataFrame) -> tuple[DataFrame, DataFrame]:
     >>> df = spark.createDataFrame([("a", 1), ("a", 2), (None, 3), ("b", None)],
     ...                            "item string, t long")
     >>> found, rejected = split_persistent(persistent_items(
-    ...     df, "item", "t", slot=1, window_slots=2, alpha=1.0, epsilon=0.5))
+    ...     df, "item", "t", slot=1, window_slots=2, alpha=1.0, epsilon=0.5, time_unit="us"))
     >>> found.select("window_end_slot", "item", "estimate").orderBy("window_end_slot").collect()
     [Row(window_end_slot=1, item='a', estimate=1.5), Row(window_end_slot=2, item='a', estimate=2.5)]
     >>> sorted(r.detail for r in rejected.collect())
@@ -321,26 +345,18 @@ def _check(
     return slot_us, "sliding" if sliding else "fixed"
 
 
-def _column(col: str | Column) -> Column:
-    return F.col(col) if isinstance(col, str) else col
-
-
-def _slot_index(micros: Column, slot_us: int) -> Column:
-    """``floor(micros / slot_us)`` in exact integer arithmetic (also for negative times)."""
+def _slot_index(micros: Column, slot_us: int, origin_us: int = 0) -> Column:
+    """``floor((micros - origin) / slot_us)`` in exact integer arithmetic (negative too)."""
     size = F.lit(slot_us)
-    return ((micros - F.pmod(micros, size)) / size).cast("long")
+    shifted = micros - F.lit(origin_us) if origin_us else micros
+    return ((shifted - F.pmod(shifted, size)) / size).cast("long")
 
 
-def _bounds(end_slot: Column, slot_us: int, window_slots: int, integer: bool) -> list[Column]:
-    start = (end_slot - F.lit(window_slots - 1)) * F.lit(slot_us)
-    end = (end_slot + F.lit(1)) * F.lit(slot_us)
-    if not integer:
-        start, end = F.timestamp_micros(start), F.timestamp_micros(end)
-    return [start.alias("window_start"), end.alias("window_end")]
-
-
-def _is_integer_time(df: DataFrame, time: str | Column) -> bool:
-    return isinstance(df.select(_column(time)).schema.fields[0].dataType, T.IntegralType)
+def _bounds(end_slot: Column, slot_us: int, window_slots: int, origin_us: int,
+            clock: EventTime) -> list[Column]:
+    start = (end_slot - F.lit(window_slots - 1)) * F.lit(slot_us) + F.lit(origin_us)
+    end = (end_slot + F.lit(1)) * F.lit(slot_us) + F.lit(origin_us)
+    return [clock.restore(start).alias("window_start"), clock.restore(end).alias("window_end")]
 
 
 __all__ = ["REPORTED", "exact_persistent_items", "persistent_items", "split_persistent"]

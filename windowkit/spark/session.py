@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -45,6 +46,7 @@ def windowkit_session(
     app_name: str = "windowkit",
     shuffle_partitions: int | None = None,
     extra_conf: dict[str, str] | None = None,
+    quiet: bool = False,
 ) -> SparkSession:
     """Get or create a SparkSession with windowkit's configuration.
 
@@ -65,6 +67,9 @@ def windowkit_session(
         Defaults to one per local core in local mode, else Spark's default.
     extra_conf : dict, optional
         More Spark configuration.
+    quiet : bool
+        Start the JVM with a log configuration that prints nothing (the command line's
+        default: its own one-line errors report failures).
 
     Returns
     -------
@@ -118,8 +123,34 @@ def windowkit_session(
         # (atomic on a local disk); on a cluster Spark's default stays.
         builder = builder.config("spark.sql.streaming.checkpointFileManagerClass",
                                  LOCAL_CHECKPOINT_MANAGER)
+    if quiet:
+        config = os.path.join(os.path.dirname(__file__), "log4j2-quiet.properties")
+        builder = builder.config("spark.driver.extraJavaOptions",
+                                 f"-Dlog4j2.configurationFile=file:{config}")
     for k, v in (extra_conf or {}).items():
         builder = builder.config(k, v)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    if quiet:
+        with _jvm_stderr_to_devnull():
+            spark = builder.getOrCreate()
+    else:
+        spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("OFF" if quiet else "ERROR")
     return spark
+
+
+@contextlib.contextmanager
+def _jvm_stderr_to_devnull():
+    """Start the JVM (a child of this process) with its standard error on /dev/null.
+
+    The JVM itself prints to it before any log configuration applies (e.g. "Using incubator
+    modules"), and keeps the descriptor it was started with; this process gets its own back.
+    """
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)

@@ -12,13 +12,14 @@ from windowkit.core.frames.delta import DeltaFramer, DeltaFraming
 from windowkit.core.frames.threshold import (
     OUTPUT_SCHEMA,
     VALUE,
+    DuplicatePolicy,
     MissingPolicy,
     ThresholdFramer,
     ThresholdFrameSpec,
     predicate_codes,
 )
 
-__all__ = ["OUTPUT_SCHEMA", "VALUE", "MissingPolicy", "ThresholdFrameSpec", "ThresholdFramer",
-           "predicate_codes"]
+__all__ = ["OUTPUT_SCHEMA", "VALUE", "DuplicatePolicy", "MissingPolicy", "ThresholdFrameSpec",
+           "ThresholdFramer", "predicate_codes"]
 __all__ += ["AggregateFramer", "AggregateFraming", "BoundaryFramer", "BoundaryFraming",
             "CustomFramer", "DeltaFramer", "DeltaFraming", "Framing", "IncreasingTrend"]

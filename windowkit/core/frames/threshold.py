@@ -46,6 +46,14 @@ from windowkit.core.validation import check_choice
 MissingPolicy = Literal["unsatisfied", "satisfying"]
 """How a missing value counts: ``"unsatisfied"`` breaks a frame, ``"satisfying"`` bridges."""
 
+DuplicatePolicy = Literal["keep", "any", "all"]
+"""Rows of one key at the same time: ``"keep"`` them all as reports (in the fixed order
+unsatisfied, missing, satisfying), or make them one report that holds if ``"any"`` or ``"all"``
+of them hold (missing if none decides)."""
+DUPLICATE_POLICIES = ("keep", "any", "all")
+# Order of tied rows under "keep" (and which one "any"/"all" keep): by code -1, 0, 1 -> rank.
+_TIE_RANK = np.array([1, 0, 2], dtype=np.int8)
+
 VALUE = "value"
 _NONE = np.iinfo(np.int64).min
 
@@ -75,6 +83,10 @@ class ThresholdFrameSpec:
         Reporting period in microseconds; absent reports become missing values.
     fragment_every : Duration or None
         Emit partial fragments of open frames this often (rows or time); None for none.
+    duplicates : {"keep", "any", "all"}
+        Rows of one key at one time (the paper assumes unique times per key): all are
+        reports, ordered unsatisfied, missing, satisfying whatever their arrival order
+        (``"keep"``), or one report holding if any / all of them hold.
 
     Examples
     --------
@@ -86,9 +98,11 @@ class ThresholdFrameSpec:
     missing: MissingPolicy = "unsatisfied"
     schedule: int | None = None
     fragment_every: Duration | None = None
+    duplicates: DuplicatePolicy = "keep"
 
     def __post_init__(self) -> None:
         check_choice("missing", self.missing, ("unsatisfied", "satisfying"))
+        check_choice("duplicates", self.duplicates, DUPLICATE_POLICIES)
         if self.schedule is not None and self.schedule <= 0:
             msg = f"`schedule` must be a positive period like '30 seconds'; got {self.schedule!r}"
             raise ValueError(msg)
@@ -100,6 +114,7 @@ class ThresholdFrameSpec:
         missing: MissingPolicy = "unsatisfied",
         schedule: str | int | None = None,
         fragment_every: str | int | Duration | None = None,
+        duplicates: DuplicatePolicy = "keep",
     ) -> ThresholdFrameSpec:
         """Parse user-facing values (``"3 rows"``, ``"90 seconds"``, timedeltas).
 
@@ -119,6 +134,7 @@ class ThresholdFrameSpec:
             fragment_every=(
                 None if fragment_every is None else Duration.parse(fragment_every, "fragment_every")
             ),
+            duplicates=duplicates,
         )
 
 
@@ -234,11 +250,12 @@ class ThresholdFramer(StreamOperator):
         missing: MissingPolicy = "unsatisfied",
         schedule: str | int | None = None,
         fragment_every: str | int | Duration | None = None,
+        duplicates: DuplicatePolicy = "keep",
         *,
         spec: ThresholdFrameSpec | None = None,
     ) -> None:
         self.spec = spec or ThresholdFrameSpec.create(min_duration, missing, schedule,
-                                                      fragment_every)
+                                                      fragment_every, duplicates)
         self._state = _KeyState()
 
     @property
@@ -319,6 +336,7 @@ class ThresholdFramer(StreamOperator):
         codes_k, uniques = _factorize(key)
         slot = self._state.slots(uniques)[codes_k]
         slot, time, codes = _sort_by_key_and_time(slot, time, codes, self.n_keys)
+        slot, time, codes = settle_ties(slot, time, codes, self.spec.duplicates)
         return _Batch(self, slot, time, codes).run()
 
     def advance(self, watermark: int) -> pd.DataFrame:
@@ -411,6 +429,7 @@ class ThresholdFramer(StreamOperator):
                 None if spec.fragment_every is None
                 else [spec.fragment_every.kind, spec.fragment_every.amount]
             ),
+            "duplicates": spec.duplicates,
         }
         keys = np.asarray(self._state.keys, dtype=object)
         integer_keys = all(isinstance(k, (int, np.integer)) for k in self._state.keys)
@@ -439,6 +458,7 @@ windowkit container version 0
             missing=meta["missing"],
             schedule=meta["schedule"],
             fragment_every=None if frag is None else Duration(*frag),
+            duplicates=meta.get("duplicates", "keep"),  # older state: the rows all counted
         )
         framer = cls(spec=spec)
         st = framer._state
@@ -485,6 +505,47 @@ def _sort_by_key_and_time(
     if np.any((time[1:] < time[:-1]) & (slot[1:] == slot[:-1])):
         slot, time, codes = sort_each_key_by_time(slot, time, codes)
     return slot, time, codes
+
+def settle_ties(
+    slot: np.ndarray, time: np.ndarray, codes: np.ndarray, policy: DuplicatePolicy = "keep"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows sorted by (key, time): tied rows in a fixed order, or one row per tie (``policy``).
+
+    Ties of one key at one time are released to the framer together (the runner holds rows
+    until the watermark passes them), so ordering them here makes the output independent of
+    arrival order, file order and partitioning. Only the tied rows are touched.
+
+    Examples
+    --------
+    >>> s, t, c = np.zeros(4, np.int64), np.array([1, 1, 1, 2]), np.array([1, 0, -1, 1], np.int8)
+    >>> settle_ties(s, t, c)[2].tolist(), settle_ties(s, t, c, "any")[2].tolist()
+    ([0, -1, 1, 1], [1, 1])
+    >>> settle_ties(s, t, c, "all")[1].tolist(), settle_ties(s, t, c, "all")[2].tolist()
+    ([1, 2], [0, 1])
+    """
+    if len(time) < 2:
+        return slot, time, codes
+    tied = (time[1:] == time[:-1]) & (slot[1:] == slot[:-1])
+    if not tied.any():
+        return slot, time, codes
+    in_tie = np.zeros(len(time), dtype=bool)
+    in_tie[1:] |= tied
+    in_tie[:-1] |= tied
+    rows = np.flatnonzero(in_tie)
+    tie_id = np.cumsum(~np.concatenate([[False], tied])[rows])
+    order = rows[np.lexsort((_TIE_RANK[codes[rows] + 1], tie_id))]
+    codes = codes.copy()
+    codes[rows] = codes[order]
+    if policy == "keep":
+        return slot, time, codes
+    # "any" keeps each tie's highest-ranked row (its last), "all" its lowest (its first)
+    keep = np.ones(len(time), dtype=bool)
+    if policy == "any":
+        keep[:-1] &= ~tied
+    else:
+        keep[1:] &= ~tied
+    return slot[keep], time[keep], codes[keep]
+
 
 def _reset_open(st: _KeyState, slots: np.ndarray) -> None:
     st.open[slots] = False

@@ -1,0 +1,165 @@
+"""Event-time columns: what a user's time column means, in int64 microseconds and back.
+
+The core counts time in int64 microseconds since 1970 (UTC). A user's column becomes that here,
+once, and the operators' output times go back to the column's own kind:
+
+* ``timestamp`` (an instant) and timestamp strings: Spark's instant, as ``unix_micros``;
+  output as timestamps. Instants do not depend on the session time zone.
+* ``timestamp_ntz`` and ``date``: the wall-clock time they hold, read as if it were UTC, from
+  the value's fields (never through a cast to ``timestamp``, which would apply
+  ``spark.sql.session.timeZone`` and, around a daylight-saving change, skip or repeat an hour);
+  output as ``timestamp_ntz``.
+* integers: only with an explicit ``time_unit`` (``"s"``, ``"ms"``, ``"us"`` or ``"ns"``).
+  Spark casts integers to timestamps as seconds, earlier windowkit read them as microseconds,
+  and ``yyyymmdd`` integers are neither: guessing gave silently wrong windows, so an integer
+  column without a unit is refused. Output times are integers in the same unit, rounded up
+  (an end at ``last + 1 µs`` becomes ``last + 1`` unit: still after ``last``, still half-open).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+TimeUnit = Literal["s", "ms", "us", "ns"]
+"""Units of an integer time column: ``"s"``, ``"ms"``, ``"us"`` or ``"ns"``."""
+
+TIME_UNITS = ("s", "ms", "us", "ns")
+_MICROS_PER = {"s": 1_000_000, "ms": 1_000, "us": 1}
+_NTZ_EPOCH = "timestamp_ntz'1970-01-01 00:00:00'"
+
+Kind = Literal["instant", "wall_clock", "integer"]
+
+
+@dataclass(frozen=True)
+class EventTime:
+    """How one time column maps to int64 microseconds.
+
+    Parameters
+    ----------
+    column : Column
+        The user's time column.
+    kind : {"instant", "wall_clock", "integer"}
+        Timestamps and timestamp strings are instants; ``timestamp_ntz`` and ``date`` are
+        wall-clock times; integers need ``unit``.
+    unit : str, optional
+        The unit of an integer column.
+    string : bool
+        Whether the column holds timestamp strings (parsed with ``try_to_timestamp``: an
+        unparsable string gives a null time, which the adapter sets aside as malformed).
+    """
+
+    column: Column
+    kind: Kind
+    unit: TimeUnit | None = None
+    string: bool = False
+
+    def micros(self) -> Column:
+        """The column as int64 microseconds since 1970 (null where it has no time).
+
+        Examples
+        --------
+        >>> df = spark.createDataFrame([(90,)], "t long")
+        >>> df.select(event_time(df, "t", "s").micros()).first()[0]
+        90000000
+        """
+        col = self.column
+        if self.kind == "instant":
+            return F.unix_micros(F.try_to_timestamp(col) if self.string else col)
+        if self.kind == "wall_clock":
+            # the fields of a wall-clock value do not depend on the session time zone
+            ntz = col.cast("timestamp_ntz")
+            return (F.unix_date(F.to_date(ntz)).cast("long") * 86_400_000_000
+                    + F.hour(ntz).cast("long") * 3_600_000_000
+                    + F.minute(ntz).cast("long") * 60_000_000
+                    + _seconds_micros(ntz))
+        if self.unit == "ns":
+            return F.floor(col.cast("long") / 1000).cast("long")
+        per = _MICROS_PER[self.unit]
+        if per == 1:
+            return col.cast("long")
+        # beyond int64 microseconds there is no time (null: the row is set aside as malformed)
+        bound = (2**63 - 1) // per
+        return F.when(col.between(-bound, bound), col.cast("long") * F.lit(per))
+
+    def restore(self, micros: Column) -> Column:
+        """Microseconds back to the column's own kind (see the module docstring).
+
+        Examples
+        --------
+        >>> df = spark.createDataFrame([(90,)], "t long")
+        >>> df.select(event_time(df, "t", "s").restore(F.lit(90_000_001))).first()[0]
+        91
+        """
+        if self.kind == "instant":
+            return F.timestamp_micros(micros)
+        if self.kind == "wall_clock":
+            return F.timestamp_add("MICROSECOND", micros, F.expr(_NTZ_EPOCH))
+        if self.unit == "ns":
+            return micros * F.lit(1000)
+        per = _MICROS_PER[self.unit]
+        return micros if per == 1 else F.ceil(micros / F.lit(per)).cast("long")
+
+
+def _seconds_micros(ntz: Column) -> Column:
+    """Seconds and their fraction of a wall-clock value, in microseconds."""
+    return (F.date_part(F.lit("SECOND"), ntz) * 1_000_000).cast("long")
+
+
+def event_time(df: DataFrame, time: str | Column, time_unit: str | None = None) -> EventTime:
+    """Classify ``df``'s time column; raise ``ValueError`` naming ``time_unit`` if it is wrong.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The input.
+    time : str or Column
+        A timestamp, ``timestamp_ntz``, date, timestamp string or integer column.
+    time_unit : {"s", "ms", "us", "ns"}, optional
+        Required for an integer column, refused for any other.
+
+    Returns
+    -------
+    EventTime
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(1,)], "t long")
+    >>> event_time(df, "t")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: `time_unit` is required for the integer time column 't': ...
+    >>> event_time(df, "t", "ms").unit
+    'ms'
+    """
+    col = F.col(time) if isinstance(time, str) else time
+    name = time if isinstance(time, str) else str(col)
+    dtype = df.select(col).schema.fields[0].dataType
+    if time_unit is not None and time_unit not in TIME_UNITS:
+        msg = f"`time_unit` must be one of {', '.join(TIME_UNITS)}; got {time_unit!r}"
+        raise ValueError(msg)
+    if isinstance(dtype, T.IntegralType):
+        if time_unit is None:
+            msg = (f"`time_unit` is required for the integer time column {name!r}: say whether "
+                   "it counts 's', 'ms', 'us' or 'ns' since 1970 (dates written as yyyymmdd "
+                   "integers must be converted to dates first, e.g. "
+                   "to_date(cast(col AS string), 'yyyyMMdd'))")
+            raise ValueError(msg)
+        return EventTime(col, "integer", time_unit)
+    if time_unit is not None:
+        msg = (f"`time_unit` applies to integer time columns only; {name!r} is "
+               f"{dtype.simpleString()}")
+        raise ValueError(msg)
+    if isinstance(dtype, (T.TimestampNTZType, T.DateType)):
+        return EventTime(col, "wall_clock")
+    if isinstance(dtype, T.TimestampType):
+        return EventTime(col, "instant")
+    if isinstance(dtype, T.StringType):
+        return EventTime(col, "instant", string=True)
+    msg = (f"`time` must be a timestamp, timestamp_ntz, date, timestamp string or integer "
+           f"column; {name!r} is {dtype.simpleString()}")
+    raise ValueError(msg)
