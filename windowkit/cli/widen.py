@@ -10,10 +10,22 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 import pandas as pd
 
+from windowkit.cli.common import (
+    Progress,
+    check_columns,
+    check_output,
+    check_positive,
+    check_stream_options,
+    claim_output,
+    inspect_input,
+    read_input,
+    start_spark,
+    summarize,
+    write_outputs,
+)
 from windowkit.core.durations import to_micros
 from windowkit.core.widening import EpisodeDetector, WideningConfig, WindowWidening
 
@@ -53,6 +65,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="strace: one key per process or one for the host")
     p.add_argument("--unit", default="1 second", help="syscalls: time between two lines")
     p.add_argument("--time", default="time", help="tables: event-time column")
+    p.add_argument("--time-unit", choices=("s", "ms", "us", "ns"), default=None,
+                   help="tables: unit of an integer --time column")
+    p.add_argument("--overwrite", action="store_true",
+                   help="allow an output directory that holds files windowkit did not write")
+    p.add_argument("--verbose", action="store_true", help="show Spark's log and tracebacks")
     p.add_argument("--by", default=None, help="tables: key column")
     p.add_argument("--output", required=True, help="output directory")
     p.add_argument("--master", default=None, help="tables: Spark master (default local[*])")
@@ -90,8 +107,12 @@ def run(args: argparse.Namespace) -> int:
     detector = load_episode(args.episode)
     config = WideningConfig.create(args.base, args.max_length, args.max_duration, args.levels,
                                    args.report)
-    os.makedirs(args.output, exist_ok=True)
     if args.format in TEXT_FORMATS:
+        if not os.path.isfile(args.input):
+            msg = f"`--input` {args.input} is not a file"
+            raise ValueError(msg)
+        check_output(args.output, args.overwrite)
+        claim_output(args.output)
         return _run_trace(args, detector, config)
     return _run_table(args, detector, config)
 
@@ -128,29 +149,25 @@ def _counts(rejected: pd.DataFrame) -> str:
 
 def _run_table(args: argparse.Namespace, detector: EpisodeDetector,
                config: WideningConfig) -> int:
-    from windowkit.cli.common import read_input
-    from windowkit.spark import split_detections, widen_detect, windowkit_session
+    check_positive("max_files_per_trigger", args.max_files_per_trigger)
+    check_stream_options(args)
+    info = inspect_input(args.input, args.format)
+    check_columns(info, time=args.time, by=args.by)
+    check_output(args.output, args.overwrite)
+    progress = Progress()
+    spark = start_spark(args, "windowkit widen", progress)
+    from windowkit.spark import split_detections, widen_detect
 
-    spark = windowkit_session(args.master, app_name="windowkit widen")
-    df = read_input(spark, args)
+    df = read_input(spark, args, info)
     result = widen_detect(df, args.time, by=args.by, detector=detector, base=config.base,
                           max_length=config.max_length, levels=config.levels,
-                          report=config.report, late=args.late)
-    found_path = os.path.join(args.output, "detections")
-    rejected_path = os.path.join(args.output, "rejected")
-    if df.isStreaming:
-        query = (result.writeStream.format("parquet").option("path", found_path)
-                 .option("checkpointLocation", args.checkpoint).start())
-        try:
-            query.processAllAvailable()
-        finally:
-            query.stop()
-        print(f"detections and rejected rows: {found_path}")
-        return 0
-    result = result.cache()
-    found, rejected = split_detections(result)
-    found.write.mode("overwrite").parquet(found_path)
-    rejected.write.mode("overwrite").parquet(rejected_path)
-    print(f"{found.count()} detections, {rejected.count()} rows set aside", file=sys.stdout)
-    print(f"detections: {found_path}\nrejected:   {rejected_path}")
+                          report=config.report, late=args.late, time_unit=args.time_unit)
+    progress.step(f"detecting in {args.input}")
+    counts = write_outputs(result, args, lambda r: dict(zip(
+        ("detections", "rejected"), split_detections(r), strict=True)), progress,
+        count_by="rejected")
+    found = counts.pop("None", 0)
+    progress.step(f"done: {found:,} detections; set aside: {summarize(counts)}")
+    print(f"detections: {os.path.join(args.output, 'detections')}\n"
+          f"rejected:   {os.path.join(args.output, 'rejected')}")
     return 0
