@@ -52,13 +52,13 @@ def test_snapshots_are_batch_split_invariant(cls, items, cuts):
     assert whole["seq"].tolist() == list(range(len(whole)))
 
 
-def test_snapshot_content_time_and_default_period():
+def test_snapshot_content_time_and_paper_period():
     sketch = PerfectWindowCM.from_error(0.01, 0.5, window=1000)
-    op = WindowedCountMinOperator(sketch)
-    assert op.snapshot_every == math.ceil(sketch.epsilon * 1000)
+    every = math.ceil(sketch.epsilon * 1000)
+    op = WindowedCountMinOperator(sketch, snapshot_every=every)
     items = np.arange(25) % 4
     out = op.process(frame(items))
-    assert out["n_seen"].tolist() == [op.snapshot_every * k for k in (1, 2)]
+    assert out["n_seen"].tolist() == [every * k for k in (1, 2)]
     assert out["time"].tolist() == [(n - 1) * 1000 for n in out["n_seen"]]
     assert out.dtypes["time"] == np.int64
     last = CountMin.from_bytes(out["sketch"].iloc[-1])
@@ -66,6 +66,65 @@ def test_snapshot_content_time_and_default_period():
     ref.update(items[: out["n_seen"].iloc[-1]])
     assert np.array_equal(last.counts, ref.counts)
     assert list(out.columns) == [c for c, _ in op.output_schema]
+
+
+def test_default_cadence_is_one_snapshot_at_the_end_issue16():
+    # The paper's period ceil(eps N) made Spark jobs 6-10x slower and, with N in ticks, sent
+    # a snapshot per sample: by default a shard sends one snapshot when its input ends.
+    op = WindowedCountMinOperator(SimpleWindowCM(7, depth=1, width=16, unit="ticks"),
+                                  tick_micros=86_400_000_000)  # N = 7 days
+    day = 86_400_000_000
+    times = np.arange(2000, dtype=np.int64) * day // 100
+    assert op.process(pd.DataFrame({"time": times, "item": times % 5})).empty
+    out = op.finish()
+    assert out["seq"].tolist() == [0] and out["n_seen"].tolist() == [2000]
+
+
+def test_advance_and_end_time_move_the_clock_of_every_shard_issue16():
+    # Two shards of one stream of ticks (one tick = one position): each shard's window must end
+    # at the global last step, not at its own last row, for the sum to be the global window.
+    rng = np.random.default_rng(3)
+    items = rng.integers(0, 6, 300)
+    shard_of = rng.integers(0, 2, 300)
+    ends = []
+    for finish_at_end in (True, False):
+        blobs = []
+        for shard in (0, 1):
+            rows = np.flatnonzero(shard_of == shard)
+            op = WindowedCountMinOperator(PerfectWindowCM(50, depth=1, width=64, unit="ticks"),
+                                          tick_micros=1, end_time=299 if finish_at_end else None)
+            op.process(pd.DataFrame({"time": rows.astype(np.int64), "item": items[rows]}))
+            out = op.finish() if finish_at_end else op.advance(299)
+            assert len(out) == 1 and op.advance(299).empty  # nothing new: no repeat
+            blobs.append(out["sketch"].iloc[-1])
+        ends.append(merge_snapshots(blobs).counts)
+    ref = CountMin(1, 64)
+    ref.update(items[-50:])
+    for counts in ends:
+        assert np.array_equal(counts, ref.counts)
+
+
+@settings(max_examples=20, deadline=None, derandomize=True)
+@given(items=st.lists(st.integers(0, 20), min_size=1, max_size=120),
+       cuts=st.lists(st.integers(0, 120), max_size=4))
+def test_default_cadence_is_batch_split_invariant_with_a_round_trip(items, cuts):
+    df = frame(items)
+    cuts = sorted(c for c in cuts if c <= len(items))
+
+    def make():
+        return WindowedCountMinOperator(ProportionalWindowCM(30, depth=2, width=7,
+                                                             unit="ticks"), tick_micros=1000)
+
+    whole = run(make(), df, [])
+    op = make()
+    bounds = [0, *cuts, len(df)]
+    outs = []
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        outs.append(op.process(df.iloc[a:b].reset_index(drop=True)))
+        op = WindowedCountMinOperator.from_bytes(op.to_bytes())
+    outs.append(op.finish())
+    pd.testing.assert_frame_equal(whole, pd.concat(outs, ignore_index=True))
+    assert whole["seq"].tolist() == [0]
 
 
 def test_coordinator_merges_latest_snapshot_of_each_shard():

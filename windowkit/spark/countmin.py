@@ -1,8 +1,8 @@
 """Windowed Count-Min on Spark: DistCM sites as Spark shards, a Spark aggregation as coordinator.
 
 The distributed Count-Min of Rivetti, Busnel and Mostefaoui (Section 3.5, "DistCM") runs one
-windowed sketch per *site* and sends each site's count matrix to a coordinator every
-``epsilon * N`` samples; the coordinator sums the latest matrix of every site. Here:
+windowed sketch per *site* and sends each site's count matrix to a coordinator; the coordinator
+sums the latest matrix of every site. Here:
 
 * :func:`windowed_count_min` assigns every row to one of ``shards`` sites and runs a windowed
   sketch per site through the generic adapter (:func:`windowkit.spark.adapter.run_operator`,
@@ -12,15 +12,27 @@ windowed sketch per *site* and sends each site's count matrix to a coordinator e
   (:func:`latest_snapshots`), summed by one Spark aggregation into a single Count-Min.
 * :func:`estimate_frequency` and :func:`heavy_hitters` query merged sketches.
 
+One window whatever the shards (issue #16, point 7). Every shard's sketch is time-based over
+the *global* steps: for ``unit="ticks"`` the ticks of the event time, for ``unit="samples"`` the
+position of each item in the whole stream (its sequence number, one tick per position). Every
+shard's clock is moved to the same last step before its final snapshot (the input's last
+position or tick on a batch DataFrame, the watermark on a stream), so each shard's window is the
+global steps ``(P - N, P]`` and, Count-Min being linear, the sum of the shards' matrices is the
+matrix of the global window: exactly the same for any number of shards with ``"perfect"``,
+``"simple"`` and ``"proportional"`` (up to float rounding), and within Splitter's approximation
+for ``"splitter"`` (each shard approximates its share of the window; its sub-cells are not
+linear). The default number of shards is a constant, not the machine's core count, so a command
+gives the same result on every machine.
+
 Items are hashed in the JVM with ``xxhash64`` (integral columns as ``long``, every other type as
 its string form), so only int64 keys reach Python; the core mixes them with its ``seed`` exactly as
 it mixes any int64 item. Querying therefore hashes the queried items with the same expression.
 
-Theorem 7 of the paper bounds what the coordinator misses: each site sends its matrix every
-``snapshot_every`` samples, so every cell of the merged matrix is within
-``shards * snapshot_every`` of the sum of the sites' current matrices (``k * epsilon * N`` with
-the default period ``ceil(epsilon * N)``); on a batch DataFrame each shard also emits a final
-snapshot of its current window, so the merged sketch is exact DistCM state at the end.
+Snapshot cadence: by default each shard sends one snapshot at the end of the input (batch) or
+per micro-batch when the watermark moves (stream). ``snapshot_every=s`` adds the paper's periodic
+snapshots every ``s`` samples (``ceil(epsilon N)`` in the paper); Theorem 7 then bounds what the
+coordinator misses at any time: every cell of the merged matrix is within ``shards * s`` of the sum
+of the sites' current matrices.
 """
 
 from __future__ import annotations
@@ -30,7 +42,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -44,9 +56,15 @@ from windowkit.core.sketches import (
 )
 from windowkit.core.sketches._window import WindowedCountMin
 from windowkit.core.sketches.count_min import estimate_counts
-from windowkit.core.sketches.operator import ITEM, WindowedCountMinOperator
+from windowkit.core.sketches.operator import (
+    DEFAULT_DELTA,
+    DEFAULT_EPSILON,
+    ITEM,
+    WindowedCountMinOperator,
+)
 from windowkit.core.validation import check_choice, check_in_range, check_int
 from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, run_operator
+from windowkit.spark.event_time import TimeUnit, event_time
 
 Algorithm = Literal["splitter", "proportional", "simple", "perfect"]
 """The windowed variants: ``"splitter"``, ``"proportional"``, ``"simple"``, ``"perfect"``."""
@@ -58,11 +76,17 @@ ALGORITHMS: dict[str, type[WindowedCountMin]] = {
     "perfect": PerfectWindowCM,
 }
 
+DEFAULT_SHARDS = 4
+"""Sites when ``shards`` is not given: a constant, so results never depend on the machine."""
+
 SHARD = "shard"
 ITEM_KEY = "item_key"
 POSITION = "position"
 SNAPSHOT_COLUMNS = ["shard", "seq", "n_seen", "time", "sketch"]
 MERGED_COLUMNS = ["shards", "n_seen", "time", "window_count", "sketch"]
+# internal columns (the adapter leaves "wk_" columns out of a rejected row's JSON)
+_POS = "wk_cm_position"
+_MID = "wk_cm_row"
 
 
 # ------------------------------------------------------------------ site assignment and hashing
@@ -106,12 +130,21 @@ def _column_type(df: DataFrame, col: str | Column) -> T.DataType:
     return df.select(column).schema.fields[0].dataType
 
 
+def _is_sequence(df: DataFrame, time: str | Column | None, time_unit: str | None) -> bool:
+    """Whether ``time`` is an integer sequence number (no ``time_unit``): its own position."""
+    return (time is not None and time_unit is None
+            and isinstance(_column_type(df, time), T.IntegralType))
+
+
 def count_min_sites(
     df: DataFrame,
     item: str | Column,
     time: str | Column | None = None,
     by: str | Column | None = None,
     shards: int | None = None,
+    *,
+    unit: Literal["samples", "ticks"] = "samples",
+    time_unit: TimeUnit | None = None,
 ) -> DataFrame:
     """``df`` with the columns :func:`windowed_count_min` derives: ``shard``, ``item_key`` and
     ``position``.
@@ -120,10 +153,12 @@ def count_min_sites(
       if ``by`` is given, else ``pmod(xxhash64(position, item_key), shards)`` (rows spread
       evenly and deterministically over the sites).
     * ``item_key``: :func:`item_key` of ``item``.
-    * ``position``: the order of the row within its site: ``time`` as given (rows are sorted by
-      it, ties in arrival order), or, without ``time`` (batch only),
-      ``monotonically_increasing_id()``, i.e. the order of the input partitions and of the rows
-      within them.
+    * ``position``: the step the row's sketch update happens at, as int64 microseconds the
+      core operator reads as its time. ``unit="ticks"``: the event time in µs. ``unit="samples"``:
+      the row's position in the whole stream: ``time`` itself if it is an integer column given
+      without ``time_unit`` (a sequence number); the rank of ``time`` (ties in input order) if
+      it is a timestamp or an integer with ``time_unit`` (batch only); without ``time`` (batch
+      only), the row's place in the input (partition order, then row order within it).
 
     Examples
     --------
@@ -131,39 +166,67 @@ def count_min_sites(
     >>> sorted(r.shard for r in count_min_sites(df, "item", "t", shards=4).collect())
     [0, 2]
     """
-    shards = check_int("shards", _default_shards(df, shards), 1)
-    key, position, site = _site_columns(df, item, time, by, shards)
-    return df.withColumns({SHARD: site, ITEM_KEY: key, POSITION: position})
+    shards = check_int("shards", DEFAULT_SHARDS if shards is None else shards, 1)
+    prepared, key, site = _prepare(df, item, time, by, shards, unit, time_unit)
+    return prepared.withColumns({SHARD: site, ITEM_KEY: key, POSITION: F.col(_POS)}
+                                ).drop(_POS, _MID)
 
 
-def _site_columns(
+def _prepare(
     df: DataFrame, item: str | Column, time: str | Column | None, by: str | Column | None,
-    shards: int,
-) -> tuple[Column, Column, Column]:
-    """``(item_key, position, shard)`` expressions (see :func:`count_min_sites`)."""
+    shards: int, unit: str, time_unit: str | None,
+) -> tuple[DataFrame, Column, Column]:
+    """``(df with the µs step column _POS, item_key, shard)``; see :func:`count_min_sites`."""
     key = item_key(item, _column_type(df, item))
-    position = _position(df, time)
+    if unit == "ticks":
+        if time is None:
+            msg = "`time` is required with unit='ticks'"
+            raise ValueError(msg)
+        df = df.withColumn(_POS, event_time(df, time, time_unit).micros())
+    elif time is None:
+        if df.isStreaming:
+            msg = ("`time` is required for a streaming DataFrame (its rows have no order "
+                   "otherwise); pass an integer sequence column, or use unit='ticks' with an "
+                   "event time")
+            raise ValueError(msg)
+        df = _input_positions(df)
+    elif _is_sequence(df, time, time_unit):
+        df = df.withColumn(_POS, (F.col(time) if isinstance(time, str) else time).cast("long"))
+    else:
+        micros = event_time(df, time, time_unit).micros()
+        if df.isStreaming:
+            msg = ("a count-based window (unit='samples') over a stream needs each row's "
+                   "position in the stream: pass an integer sequence column as `time` (without "
+                   "`time_unit`), or use unit='ticks'")
+            raise ValueError(msg)
+        # The rank in time order, ties in input order: one sort of all rows in one partition.
+        order = Window.orderBy(F.col("wk_cm_micros").asc_nulls_first(), F.col(_MID))
+        df = (df.withColumns({_MID: F.monotonically_increasing_id(), "wk_cm_micros": micros})
+              .withColumn(_POS, F.when(F.col("wk_cm_micros").isNotNull(),
+                                       F.row_number().over(order) - 1))
+              .drop("wk_cm_micros"))
     if by is None:
-        site = F.pmod(F.xxhash64(position, key), F.lit(shards))
+        site = F.pmod(F.xxhash64(F.col(_POS), key), F.lit(shards))
     else:
         site = F.pmod(item_key(by, _column_type(df, by)), F.lit(shards))
-    return key, position, site.cast("int")
+    return df, key, site.cast("int")
 
 
-def _default_shards(df: DataFrame, shards: int | None) -> Any:
-    if shards is None:
-        return int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-    return shards
-
-
-def _position(df: DataFrame, time: str | Column | None) -> Column:
-    if time is not None:
-        return F.col(time) if isinstance(time, str) else time
-    if df.isStreaming:
-        msg = ("`time` is required for a streaming DataFrame (its rows have no order otherwise); "
-               "pass e.g. an ingestion timestamp column")
-        raise ValueError(msg)
-    return F.monotonically_increasing_id()
+def _input_positions(df: DataFrame) -> DataFrame:
+    """``df`` with ``_POS``: each row's place in the input, partition by partition (one small
+    counting job first: the rows of every partition)."""
+    pid = F.spark_partition_id()
+    counts = dict(df.select(pid.alias("p")).groupBy("p").count().collect())
+    offsets, total = [], 0
+    for p in range(max(counts, default=-1) + 1):
+        offsets.append(total)
+        total += counts.get(p, 0)
+    if not offsets:
+        return df.withColumn(_POS, F.lit(None).cast("long"))
+    # monotonically_increasing_id is (partition << 33) + row number within the partition
+    offset = F.element_at(F.array(*[F.lit(o) for o in offsets]), pid + 1).cast("long")
+    within = F.monotonically_increasing_id() - F.shiftleft(pid.cast("long"), 33)
+    return df.withColumn(_POS, offset + within)
 
 
 # ------------------------------------------------------------------ the per-site operator
@@ -173,24 +236,32 @@ def make_operator(
     unit: str = "samples",
     tick: str | int | None = None,
     algorithm: str = "splitter",
-    epsilon: float = 0.01,
-    delta: float = 0.25,
+    epsilon: float = DEFAULT_EPSILON,
+    delta: float = DEFAULT_DELTA,
     snapshot_every: int | None = None,
     seed: int = 0,
     tau: float | None = None,
     mu: float | None = None,
+    end_time: int | None = None,
 ) -> WindowedCountMinOperator:
     """The core operator one site of :func:`windowed_count_min` runs (validates parameters).
 
     It is the adapter's factory (each Spark group is one site), so running it on the rows of
-    one shard (:func:`count_min_sites`, in ``position`` order) reproduces that shard's Spark
-    snapshots with the core alone.
+    one shard (:func:`count_min_sites`, ``position`` as the time, in ``position`` order)
+    reproduces that shard's Spark snapshots with the core alone. Its sketch is always
+    time-based: for ``unit="samples"`` one tick is one position of the global stream.
+
+    Parameters
+    ----------
+    end_time : int, optional
+        The step (µs; a position for ``unit="samples"``) the input ends at: the final snapshot
+        is of the window ending there.
 
     Examples
     --------
     >>> op = make_operator(1000, algorithm="proportional", epsilon=0.01, delta=0.25)
     >>> type(op.sketch).__name__, op.sketch.depth, op.sketch.width, op.snapshot_every
-    ('ProportionalWindowCM', 2, 272, 10)
+    ('ProportionalWindowCM', 2, 272, None)
     >>> make_operator(1000, epsilon=1.5)
     Traceback (most recent call last):
     ...
@@ -213,15 +284,15 @@ def make_operator(
         if tick is None:
             msg = "`tick` is required with unit='ticks' (e.g. tick='1 second')"
             raise ValueError(msg)
-        tick_micros: int | None = to_micros(tick, "tick")
+        tick_micros = to_micros(tick, "tick")
     elif tick is not None:
         msg = f"`tick` is only for unit='ticks'; got tick={tick!r} with unit={unit!r}"
         raise ValueError(msg)
     else:
-        tick_micros = None
+        tick_micros = 1  # one tick per position of the global stream
     sketch = ALGORITHMS[algorithm].from_error(epsilon, delta, window=window, seed=seed,
-                                              unit=unit, **params)
-    return WindowedCountMinOperator(sketch, snapshot_every, tick_micros)
+                                              unit="ticks", **params)
+    return WindowedCountMinOperator(sketch, snapshot_every, tick_micros, end_time)
 
 
 # ------------------------------------------------------------------ public functions
@@ -234,8 +305,8 @@ def windowed_count_min(
     unit: Literal["samples", "ticks"] = "samples",
     tick: str | int | None = None,
     algorithm: Algorithm = "splitter",
-    epsilon: float = 0.01,
-    delta: float = 0.25,
+    epsilon: float = DEFAULT_EPSILON,
+    delta: float = DEFAULT_DELTA,
     by: str | Column | None = None,
     shards: int | None = None,
     snapshot_every: int | None = None,
@@ -243,22 +314,14 @@ def windowed_count_min(
     seed: int = 0,
     tau: float | None = None,
     mu: float | None = None,
+    time_unit: TimeUnit | None = None,
 ) -> DataFrame:
-    """Windowed Count-Min per shard (DistCM sites): the snapshot stream of every site.
+    """Windowed Count-Min over the last ``window`` items (or ticks), kept by DistCM sites.
 
-    Each of ``shards`` sites keeps a windowed Count-Min over *its own* last ``window`` items (or
-    ticks) and emits its count matrix every ``snapshot_every`` samples; on a batch DataFrame it
-    also emits a final snapshot at the end of the input. Merge them with
-    :func:`merge_count_min`.
-
-    Shards and "the last N items": with ``by`` (a site id such as a router), rows are routed by
-    a hash of ``by`` and each site's window is that site's last ``N`` items, the paper's model
-    (the merged sketch covers the union of the sites' windows). Without ``by`` the rows of one
-    logical stream are spread evenly over the shards by a hash of ``(position, item)``; each
-    shard then sees about ``1/shards`` of the stream, so with ``unit="samples"`` the union of
-    the shards' windows is about the last ``shards * N`` items of the whole stream: pass
-    ``window = N // shards`` to approximate the global last ``N``. With ``unit="ticks"`` the
-    union is exactly the last ``N`` ticks whatever the routing.
+    The rows are spread over ``shards`` sites; each keeps a windowed sketch of its rows over
+    the *global* steps and sends its count matrix as a snapshot; :func:`merge_count_min` sums
+    the latest snapshot of every site into the sketch of the whole stream's window (see the
+    module docstring: the window is the one given, whatever ``shards`` and ``by``).
 
     Parameters
     ----------
@@ -268,44 +331,51 @@ def windowed_count_min(
         The items (hashed in the JVM, see :func:`item_key`). Null items are not counted: they
         come out with ``rejected = "malformed"``.
     time : str or Column, optional
-        Event time (timestamp, or integer microseconds); rows are processed in its order and
-        ticks are ``time // tick``. Required for streaming DataFrames and for
-        ``unit="ticks"``. Without it (batch, count-based), rows keep the order of the input
-        partitions (``monotonically_increasing_id``) and ``time`` in the output is null.
+        ``unit="samples"``: the order of the items: an integer sequence number (without
+        ``time_unit``; the window is the positions ``(P - N, P]`` below the largest one ``P``,
+        i.e. the last ``N`` items when the numbers are consecutive), or an event time
+        (timestamp, timestamp string, or integer with ``time_unit``; batch only: rows are
+        ranked by it in one partition); without it (batch only), the input's order.
+        ``unit="ticks"``: the event time (required), ticks are ``time // tick``.
     window : int
-        ``N``, the window in samples (``unit="samples"``) or ticks (``unit="ticks"``), per site.
+        ``N``, the window in samples (``unit="samples"``) or ticks (``unit="ticks"``).
     unit : {"samples", "ticks"}
         Count-based or time-based window.
     tick : str or int, optional
-        Tick length for ``unit="ticks"``: ``"1 second"``, or an integer in the unit of an
-        integer ``time`` column (microseconds).
+        Tick length for ``unit="ticks"``: ``"1 second"``, ``"1 day"``, or microseconds.
     algorithm : {"splitter", "proportional", "simple", "perfect"}
         The windowed variant (``"perfect"`` stores the window: O(N) memory per site).
     epsilon, delta : float
-        In (0, 1): ``ceil(e / epsilon)`` columns and ``ceil(log2(1 / delta))`` rows.
+        In (0, 1): ``ceil(e / epsilon)`` columns and ``ceil(log2(1 / delta))`` rows
+        (defaults 0.01 and 0.25, the CLI's too).
     by : str or Column, optional
-        Site id column; rows are routed to ``pmod(xxhash64(by), shards)``.
+        Site id column (the paper's nodes): rows are routed to ``pmod(xxhash64(by), shards)``.
+        It decides where rows are sketched, not the window.
     shards : int, optional
-        Number of sites ``k`` (default ``spark.sql.shuffle.partitions``); each runs in its own
-        Spark group. Keep it fixed for the life of a streaming checkpoint.
+        Number of sites ``k`` (default :data:`DEFAULT_SHARDS`); each runs in its own Spark
+        group. Keep it fixed for the life of a streaming checkpoint.
     snapshot_every : int, optional
-        Snapshot period in samples; default ``ceil(epsilon' * N)`` with ``epsilon' = e / width``
-        (the paper's DistCM period).
+        Also snapshot every this many samples per site (the paper's DistCM period is
+        ``ceil(epsilon * N)``); default: one snapshot per site at the end of the input, or per
+        micro-batch on a stream.
     late : str, optional
-        Streaming only: watermark delay; rows behind the watermark come out with
-        ``rejected = "late"`` and are not counted.
+        Streaming only: watermark delay (for a sequence number, in its units read as µs);
+        rows behind the watermark come out with ``rejected = "late"`` and are not counted.
     seed : int
         Hash seed of the sketches (sketches merge only with equal seeds).
     tau, mu : float, optional
         Splitter's parameters (paper defaults 0.05 and 1.5).
+    time_unit : {"s", "ms", "us", "ns"}, optional
+        The unit of an integer event-time column (required with ``unit="ticks"``).
 
     Returns
     -------
     DataFrame
-        ``shard`` (int), ``seq``, ``n_seen`` (samples consumed by the shard), ``time`` (of the
-        last sample consumed; the input's type), ``sketch`` (a :class:`CountMin` as bytes),
-        ``rejected`` and ``detail`` (null, or ``"malformed"``/``"late"`` and the row as JSON;
-        a rejected row's other columns are null except ``shard``, the site it was routed to).
+        ``shard`` (int), ``seq``, ``n_seen`` (samples consumed by the shard), ``time`` (the
+        window's last step: for ``unit="samples"`` a position, ``long``; for ticks a time in
+        the input's kind), ``sketch`` (a :class:`CountMin` as bytes), ``rejected`` and
+        ``detail`` (null, or ``"malformed"``/``"late"`` and the row as JSON; a rejected row's
+        other columns are null except ``shard``, the site it was routed to).
 
     Raises
     ------
@@ -315,33 +385,32 @@ def windowed_count_min(
     Examples
     --------
     >>> df = spark.createDataFrame([(i % 3, i) for i in range(12)], "item int, t long")
-    >>> snaps = windowed_count_min(df, "item", "t", window=6, shards=2, snapshot_every=4,
-    ...                            algorithm="perfect")
-    >>> snaps.groupBy("shard").agg(F.max("n_seen")).orderBy("shard").collect()
-    [Row(shard=0, max(n_seen)=5), Row(shard=1, max(n_seen)=7)]
+    >>> snaps = windowed_count_min(df, "item", "t", window=6, shards=2, algorithm="perfect")
+    >>> snaps.orderBy("shard").select("shard", "n_seen", "time").collect()
+    [Row(shard=0, n_seen=5, time=11), Row(shard=1, n_seen=7, time=11)]
     >>> estimate_frequency(merge_count_min(snaps), df.select("item").distinct(), "item"
     ...                    ).orderBy("item").collect()
-    [Row(item=0, estimate=4), Row(item=1, estimate=3), Row(item=2, estimate=4)]
+    [Row(item=0, estimate=2), Row(item=1, estimate=2), Row(item=2, estimate=2)]
     """
     params = {"unit": unit, "tick": tick, "algorithm": algorithm, "epsilon": epsilon,
               "delta": delta, "snapshot_every": snapshot_every, "seed": seed, "tau": tau,
               "mu": mu}
     template = make_operator(window, **params)  # validates before any Spark job runs
-    if unit == "ticks" and time is None:
-        msg = "`time` is required with unit='ticks'"
-        raise ValueError(msg)
-    shards = check_int("shards", _default_shards(df, shards), 1)
+    shards = check_int("shards", DEFAULT_SHARDS if shards is None else shards, 1)
+    prepared, key, site = _prepare(df, item, time, by, shards, unit, time_unit)
     item_col = F.col(item) if isinstance(item, str) else item
-    key, position, site = _site_columns(df, item, time, by, shards)
+    step = F.when(item_col.isNotNull(), F.col(_POS))
+    if not df.isStreaming:
+        # every site's last window ends at the input's last step, not at its own last row
+        params["end_time"] = prepared.agg(F.max(step)).first()[0]
     # The site is the adapter's shard: each Spark group runs exactly one site's core operator.
     job = OperatorJob(factory=functools.partial(make_operator, window, **params),
                       schema=template.output_schema, inputs={ITEM: key})
-    event_time = F.when(item_col.isNotNull(), position)
-    out = run_operator(df, job, time=event_time, key=None, shards=shards, late=late, shard=site)
-    if time is None:
-        out = out.withColumn("time", F.lit(None).cast("timestamp"))
-    elif isinstance(_column_type(df, time), T.IntegralType):
-        out = out.withColumn("time", F.unix_micros(F.col("time")))
+    out = run_operator(prepared, job, time=step, key=None, shards=shards, late=late,
+                       shard=site, time_unit="us")
+    if unit == "ticks":  # back to the input's kind of time
+        clock = event_time(df, time, time_unit)
+        out = out.withColumn("time", clock.restore(F.col("time")))
     return out.select(*SNAPSHOT_COLUMNS, REJECTED, DETAIL_OUT)
 
 
@@ -524,8 +593,9 @@ def heavy_hitters(
     the coordinator's view is the sum of the latest matrix of every shard so far (DistCM), its
     window count ``W`` the view's mean row sum, and every candidate with
     ``estimate >= phi * W`` (and ``estimate > 0``) is reported. With ``latest=True`` only the
-    final view (that of :func:`merge_count_min`) is evaluated. Snapshots without a time (input
-    without ``time``) are replayed shard by shard.
+    final view (that of :func:`merge_count_min`) is evaluated, from the latest snapshot of each
+    shard selected in the JVM (issue #16: sending every snapshot to one Python group overflowed
+    Arrow's 2 GiB limit).
 
     Parameters
     ----------
@@ -568,8 +638,12 @@ def heavy_hitters(
         cand = spark.createDataFrame([(v,) for v in dict.fromkeys(values)], [item])
     cand = cand.withColumn(ITEM_KEY, item_key(item, cand.schema[item].dataType))
     keys = np.array([r[0] for r in cand.select(ITEM_KEY).collect()], dtype=np.int64)
-    good = snapshots.filter(F.col(REJECTED).isNull()) if REJECTED in snapshots.columns \
-        else snapshots
+    if latest:  # the newest snapshot of each shard, chosen in the JVM: a few rows reach Python
+        good = latest_snapshots(snapshots)
+    elif REJECTED in snapshots.columns:
+        good = snapshots.filter(F.col(REJECTED).isNull())
+    else:
+        good = snapshots
     good = good.select(*SNAPSHOT_COLUMNS)
     time_type = good.schema["time"].dataType
     schema = T.StructType([
