@@ -7,8 +7,9 @@ the path older state bytes name).
 
 from windowkit.core.frames.aggregate import AggregateFramer, AggregateFraming
 from windowkit.core.frames.boundary import BoundaryFramer, BoundaryFraming
-from windowkit.core.frames.custom import CustomFramer, Framing, IncreasingTrend
+from windowkit.core.frames.custom import CustomFramer, Framing, IncreasingTrend, ThresholdFraming
 from windowkit.core.frames.delta import DeltaFramer, DeltaFraming
+from windowkit.core.frames.longest import longest_frames
 from windowkit.core.frames.threshold import (
     OUTPUT_SCHEMA,
     VALUE,
@@ -22,4 +23,5 @@ from windowkit.core.frames.threshold import (
 __all__ = ["OUTPUT_SCHEMA", "VALUE", "DuplicatePolicy", "MissingPolicy", "ThresholdFrameSpec",
            "ThresholdFramer", "predicate_codes"]
 __all__ += ["AggregateFramer", "AggregateFraming", "BoundaryFramer", "BoundaryFraming",
-            "CustomFramer", "DeltaFramer", "DeltaFraming", "Framing", "IncreasingTrend"]
+            "CustomFramer", "DeltaFramer", "DeltaFraming", "Framing", "IncreasingTrend",
+            "ThresholdFraming", "longest_frames"]
