@@ -235,7 +235,7 @@ def split_reports(result: DataFrame) -> tuple[DataFrame, DataFrame]:
 
     Examples
     --------
-    >>> df = spark.createDataFrame([(1, 5.0), (2, None)], "t long, x double")
+    >>> df = spark.createDataFrame([(1, "5.0"), (2, "n/a")], "t long, x string")
     >>> reports, rejected = split_reports(multi_granular(
     ...     df, "t", levels=[("2 us", "1 us")], value="x", time_unit="us"))
     >>> reports.count(), rejected.select("rejected").first()[0]
@@ -302,7 +302,7 @@ def _finish(out: DataFrame, df: DataFrame, by: str | None, schema) -> DataFrame:
 
 def _number(col: Column) -> Column:
     """The value as a double, null when it is not a finite number."""
-    d = col.cast("double")
+    d = col.try_cast("double")  # 'n/a' is null here, not an error under ANSI mode
     return F.when(~F.isnan(d) & (F.abs(d) != F.lit(float("inf"))), d)
 
 
