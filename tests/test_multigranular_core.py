@@ -322,3 +322,12 @@ def test_connection_generator_has_bursts_and_recurring_sources():
     again = connection_records(duration=60, rate=200, n_sources=50, bursts=[burst],
                                recurring_every=(4.0, 15.0), start=0, seed=5)
     pd.testing.assert_frame_equal(df, again)
+
+
+def test_core_reference_and_generator_do_not_import_pyspark():
+    import subprocess
+    import sys
+
+    code = ("import sys, windowkit.core.multigranular, windowkit.reference.multigranular, "
+            "windowkit.datasets.connections; assert 'pyspark' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
