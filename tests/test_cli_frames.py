@@ -90,6 +90,9 @@ def test_cli_predicate_mistakes_are_one_line_with_spark_hint_issue16(spark, tmp_
     line = capsys.readouterr().out.strip()
     assert line.startswith("windowkit: error: `--when` 'los_rate > 0.003':")
     assert "loss_rate" in line and "\n" not in line  # Spark's "did you mean" is kept
-    assert main([*base, "--when", "loss_rate >> 0.003"]) == 2
+    assert main([*base, "--when", "loss_rate >> 0.003"]) == 2  # a shift, not a comparison
     line = capsys.readouterr().out.strip()
-    assert line.startswith("windowkit: error: `--when`") and "\n" not in line
+    assert line.startswith("windowkit: error: `--when`") and "not a predicate" in line
+    assert main([*base, "--when", "loss_rate > "]) == 2
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("windowkit: error: `--when` 'loss_rate > ':") and "\n" not in line

@@ -384,20 +384,26 @@ def start_spark(args: argparse.Namespace, app_name: str, progress: Progress):
                              quiet=not getattr(args, "verbose", False))
 
 
-def check_expression(df, option: str, expression: str | None) -> None:
-    """Raise ``ValueError`` naming ``--option`` if ``expression`` does not parse or names a
-    column ``df`` lacks (Spark's own message, with its "did you mean", on one line)."""
+def check_expression(df, option: str, expression: str | None, predicate: bool = True) -> None:
+    """Raise ``ValueError`` naming ``--option`` if ``expression`` does not parse, names a
+    column ``df`` lacks (Spark's own message, with its "did you mean", on one line) or, for a
+    ``predicate``, is not true or false."""
     if expression is None:
         return
     from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
+    from pyspark.sql import types as T
 
     try:
-        df.select(F.expr(expression)).schema  # noqa: B018 - analysis is the check
+        dtype = df.select(F.expr(expression)).schema.fields[0].dataType
     except PySparkException as exc:
         text = str(exc).strip().splitlines()[0]
         msg = f"`--{option}` {expression!r}: {text}"
         raise ValueError(msg) from exc
+    if predicate and not isinstance(dtype, T.BooleanType):
+        msg = (f"`--{option}` {expression!r} is not a predicate: it gives "
+               f"{dtype.simpleString()}, not true or false")
+        raise ValueError(msg)
 
 
 def write_outputs(result, args: argparse.Namespace, split, progress: Progress,

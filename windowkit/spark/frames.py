@@ -169,6 +169,10 @@ def _with_predicate_code(df: DataFrame, when: str | Column) -> DataFrame:
     analysed here with ANSI off and keeps those semantics wherever the plan runs.
     """
     predicate = F.expr(when) if isinstance(when, str) else when
+    dtype = df.select(predicate).schema.fields[0].dataType
+    if not isinstance(dtype, T.BooleanType):
+        msg = f"`when` must be a predicate (true or false); {when!r} gives {dtype.simpleString()}"
+        raise ValueError(msg)
     names = _referenced_columns(df, when)
     missing_input = F.lit(False)
     for name in names:
