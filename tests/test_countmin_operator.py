@@ -180,3 +180,17 @@ def test_core_modules_do_not_import_pyspark():
             "windowkit.reference.splitter, windowkit.reference.count_min, "
             "windowkit.datasets.countmin_streams; assert 'pyspark' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_splitter_with_many_samples_per_tick_expires_them_issue16():
+    # `windowkit countmin --unit ticks --tick "1 day"` with Splitter: samples of one tick used
+    # to become one sub-cell each, expiring one tick after another, so a 7-day window still
+    # counted 20 days. A sub-cell now spans at least one tick.
+    rng = np.random.default_rng(1)
+    items = rng.choice(3, 3000, p=[0.6, 0.3, 0.1])
+    days = np.sort(rng.integers(0, 20, 3000))
+    splitter = SplitterWindowCM.from_error(0.01, 0.25, window=7, unit="ticks")
+    splitter.update(items, ticks=days)
+    truth = np.bincount(items[days > days.max() - 7], minlength=3)
+    est = splitter.estimate([0, 1, 2])
+    assert (np.abs(est - truth) <= 0.1 * truth + 5).all(), (est, truth)

@@ -84,7 +84,9 @@ class EagerSplitter:
                 queue.append([m, m, 1.0])
                 continue
             last = queue[-1]
-            if last[2] < self.threshold:  # line 29
+            # line 29; and with ticks a sub-cell spans at least one tick: a sample in the tick
+            # its last sub-cell began joins it (see windowkit.core.sketches.splitter)
+            if last[2] < self.threshold or last[0] == m:
                 last[1] = m
                 last[2] += 1
                 continue

@@ -135,7 +135,10 @@ def ingest_kernel(keys, mix, smix, coeffs, width, ticks, start, n, thr, mu,
             cells[cell, 4] = t
             tail = cells[cell, 1]
             c_last = p_cnt[tail]
-            if c_last < thr:  # lines 29-31
+            # lines 29-31; and (time-based windows) a sub-cell spans at least one tick: a
+            # sample in the tick its last sub-cell began joins it (a split or merge would
+            # queue sub-cells of one tick that then expire one tick after another)
+            if c_last < thr or p_init[tail] == t:
                 p_last[tail] = t
                 p_cnt[tail] = c_last + 1.0
                 continue
