@@ -167,3 +167,28 @@ def test_invalid_parameters_fail_before_spark_runs(spark, frames, filler):
         fill_frames(sf, data, "when")
     with pytest.raises(ValueError, match="`by` must be a column of both"):
         fill_frames(sf, data, "seen", by="router")
+
+
+def test_streaming_frames_aggregated_from_a_stored_table(spark, frames, filler, tmp_path):
+    # per-frame counts on a stream: each frame's group settles when the watermark passes it
+    from pyspark.sql import functions as F
+
+    from windowkit.spark import fill_frames
+
+    far = frames.tail(1).assign(frame_id=999, start=frames["end"].max() + 10 ** 10,
+                                end=frames["end"].max() + 2 * 10 ** 10,
+                                last=frames["end"].max() + 10 ** 10)
+    spark_frames = as_spark_times(pd.concat([frames.sort_values("last"), far]),
+                                  ["start", "end", "last"])
+    write_files(spark_frames, tmp_path / "frames", 3)
+    schema = spark.read.parquet(str(tmp_path / "frames")).schema
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(
+        str(tmp_path / "frames"))
+    out = fill_frames(stream, spark.createDataFrame(filler), "seen", by="sensor",
+                      before="30 seconds", after="20 seconds", aggregates={"n": F.count("count")},
+                      late="1 minute")
+    run(out, tmp_path / "out", tmp_path / "ck")
+    got = spark.read.parquet(str(tmp_path / "out")).toPandas()
+    got = dict(zip(zip(got["sensor"], got["frame_id"], strict=True), got["n"], strict=True))
+    expected = pd.Series([p[:2] for p in expected_pairs(frames, filler)]).value_counts()
+    assert got == {k: int(v) for k, v in expected.items()}
