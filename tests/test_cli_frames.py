@@ -96,3 +96,48 @@ def test_cli_predicate_mistakes_are_one_line_with_spark_hint_issue16(spark, tmp_
     assert main([*base, "--when", "loss_rate > "]) == 2
     line = capsys.readouterr().out.strip()
     assert line.startswith("windowkit: error: `--when` 'loss_rate > ':") and "\n" not in line
+
+
+def test_cli_delta_frames_of_a_freezer_issue15(spark, tmp_path):
+    # temp  -20 -19.5 -19 -18.1 -17.9 -17   a delta frame closes when max - min would reach 2
+    #       [--------------------)          so the frames are the first four and the last two
+    temps = [-20, -19.5, -19, -18.1, -17.9, -17]
+    lines = ["freezer,ts,temp"] + [f"f1,2024-01-01 00:0{i}:00,{t}" for i, t in enumerate(temps)]
+    (tmp_path / "in.csv").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    assert main(["frames", "--kind", "delta", "--input", str(tmp_path / "in.csv"), "--time",
+                 "ts", "--by", "freezer", "--value", "temp", "--x", "2",
+                 "--output", str(out)]) == 0
+    frames = pd.read_parquet(out / "frames").sort_values("start")
+    assert frames["n_tuples"].tolist() == [4, 2]
+
+
+def test_cli_frame_kinds_need_their_options(capsys):
+    base = ["frames", "--input", "x", "--time", "t", "--output", "o"]
+    assert main([*base, "--kind", "boundary", "--value", "v"]) == 2
+    assert "`--value` and `--x` are required" in capsys.readouterr().out
+    assert main(base) == 2
+    assert "`--when` is required" in capsys.readouterr().out
+
+
+def test_cli_fill_counts_the_messages_around_each_frame_issue15(spark, tmp_path):
+    # r1's one frame of 2+ rows, [00:00:30, 00:01:30), reaches back 30 s: [00:00:00, 00:01:30)
+    # holds the messages at 00:00:05, 00:00:10, 00:01:00 and 00:01:29, not the one at its end
+    frames = tmp_path / "run" / "out"
+    assert main(["frames", "--input", str(_csv(tmp_path)), "--time", "ts", "--by", "router",
+                 "--when", "loss_rate > 0.003", "--min-duration", "2 rows",
+                 "--output", str(frames)]) == 0
+    bgp = ["router,ts,kind"] + [f"r1,2024-01-01 00:{t},update" for t in
+                                ("00:05", "00:10", "01:00", "01:29", "01:30")]
+    (tmp_path / "bgp.csv").write_text("\n".join(bgp) + "\n")
+    out = tmp_path / "filled"
+    assert main(["fill", "--frames", str(frames / "frames"), "--input", str(tmp_path / "bgp.csv"),
+                 "--time", "ts", "--by", "router", "--before", "30 seconds",
+                 "--aggregate", "n=count(*)", "--output", str(out)]) == 0
+    filled = pd.read_parquet(out / "filled")
+    assert sorted(zip(filled["router"], filled["n"], strict=True)) == [("r1", 4), ("r2", 0)]
+
+
+def _csv(tmp_path):
+    (tmp_path / "readings.csv").write_text(CSV)
+    return tmp_path / "readings.csv"

@@ -10,7 +10,8 @@ import argparse
 import importlib
 import sys
 
-SUBCOMMAND_MODULES = ("windowkit.cli.frames", "windowkit.cli.demo", "windowkit.cli.countmin",
+SUBCOMMAND_MODULES = ("windowkit.cli.frames", "windowkit.cli.fill", "windowkit.cli.demo",
+                      "windowkit.cli.countmin",
                       "windowkit.cli.persistent", "windowkit.cli.widen",
                       "windowkit.cli.multigranular")
 

@@ -35,15 +35,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """
     p = subparsers.add_parser(
         "frames",
-        help="maximal periods where a predicate holds (threshold frames)",
-        description="Threshold frames: maximal periods where --when holds for at least "
-                    "--min-duration, per --by key. Writes OUTPUT/frames and OUTPUT/rejected "
+        help="data-driven windows: threshold, boundary, delta and aggregate frames",
+        description="Frames per --by key: maximal periods where --when holds (threshold), "
+                    "or where --value stays between multiples of --x (boundary), drifts less "
+                    "than --x (delta) or --func(--value) --op --x (aggregate), at least "
+                    "--min-duration long. Writes OUTPUT/frames and OUTPUT/rejected "
                     "(malformed and late rows, never dropped) as Parquet.",
     )
     add_io_arguments(p)
     p.add_argument("--time", required=True, help="event-time column")
     p.add_argument("--by", default=None, help="key column (frames per key)")
-    p.add_argument("--when", required=True, help="SQL predicate, e.g. 'loss_rate > 0.003'")
+    p.add_argument("--kind", choices=KINDS, default="threshold",
+                   help="threshold (--when holds), boundary (--value crosses a multiple of "
+                        "--x), delta (max - min of --value reaches --x), aggregate (--func of "
+                        "--value --op --x)")
+    p.add_argument("--when", default=None,
+                   help="threshold: SQL predicate, e.g. 'loss_rate > 0.003'")
+    p.add_argument("--value", default=None, help="boundary, delta, aggregate: the column")
+    p.add_argument("--x", type=float, default=None, help="boundary, delta, aggregate: x")
+    p.add_argument("--func", choices=("count", "sum", "mean", "min", "max"), default="sum",
+                   help="aggregate: the aggregate")
+    p.add_argument("--op", choices=("<", "<=", ">", ">="), default=">",
+                   help="aggregate: the comparison with --x")
+    p.add_argument("--extent", choices=("conservative", "liberal"), default="conservative",
+                   help="boundary, delta, aggregate: liberal frames run from the last report "
+                        "that did not satisfy to the next one that does not")
     p.add_argument("--min-duration", default="1 rows", help="'3 rows' or '90 seconds'")
     p.add_argument("--missing", choices=("unsatisfied", "satisfying"), default="unsatisfied",
                    help="missing values break frames or are bridged between satisfying ones")
@@ -56,28 +72,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+KINDS = ("threshold", "boundary", "delta", "aggregate")
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the ``frames`` subcommand; return the exit code."""
-    ThresholdFrameSpec.create(args.min_duration, args.missing, args.schedule,
-                              args.fragment_every, args.duplicates)
+    _check_kind(args)
     check_positive("shards", args.shards)
     check_stream_options(args)
     info = inspect_input(args.input, args.format)
-    check_columns(info, time=args.time, by=args.by)
+    check_columns(info, time=args.time, by=args.by, value=args.value)
     check_output(args.output, args.overwrite)
     progress = Progress()
     spark = start_spark(args, "windowkit frames", progress)
-    from windowkit.spark import split_rejected, threshold_frames
+    from windowkit.spark import split_rejected
 
     df = read_input(spark, args, info)
     check_expression(df, "when", args.when)
-    result = threshold_frames(
-        df, args.time, args.when, by=args.by, min_duration=args.min_duration,
-        missing=args.missing, schedule=args.schedule, fragment_every=args.fragment_every,
-        duplicates=args.duplicates, late=getattr(args, "late", None), shards=args.shards,
-        time_unit=args.time_unit,
-    )
-    progress.step(f"framing {args.input}")
+    result = _frames(df, args)
+    progress.step(f"framing {args.input} ({args.kind} frames)")
     counts = write_outputs(result, args, lambda r: dict(zip(("frames", "rejected"),
                                                             split_rejected(r), strict=True)),
                            progress)
@@ -85,3 +98,41 @@ def run(args: argparse.Namespace) -> int:
     print(f"frames:   {os.path.join(args.output, 'frames')}\n"
           f"rejected: {os.path.join(args.output, 'rejected')}")
     return 0
+
+
+def _check_kind(args: argparse.Namespace) -> None:
+    """The options each kind needs, before Spark starts."""
+    common = (args.min_duration, args.missing, args.schedule, args.fragment_every)
+    if args.kind == "threshold":
+        if args.when is None:
+            msg = "`--when` is required with --kind threshold (e.g. --when 'loss_rate > 0.003')"
+            raise ValueError(msg)
+        ThresholdFrameSpec.create(*common, args.duplicates)
+        return
+    if args.value is None or args.x is None:
+        msg = f"`--value` and `--x` are required with --kind {args.kind}"
+        raise ValueError(msg)
+    if args.when is not None:
+        msg = f"`--when` is for --kind threshold; --kind {args.kind} frames --value by --x"
+        raise ValueError(msg)
+    from windowkit.core.frames._engine import SequenceFrameSpec
+
+    SequenceFrameSpec.create(*common, args.extent)
+
+
+def _frames(df, args: argparse.Namespace):
+    from windowkit.spark import threshold_frames
+    from windowkit.spark.framings import aggregate_frames, boundary_frames, delta_frames
+
+    common = {"by": args.by, "min_duration": args.min_duration, "missing": args.missing,
+              "schedule": args.schedule, "fragment_every": args.fragment_every,
+              "late": getattr(args, "late", None), "shards": args.shards,
+              "time_unit": args.time_unit}
+    if args.kind == "threshold":
+        return threshold_frames(df, args.time, args.when, duplicates=args.duplicates, **common)
+    common["extent"] = args.extent
+    if args.kind == "boundary":
+        return boundary_frames(df, args.time, args.value, args.x, **common)
+    if args.kind == "delta":
+        return delta_frames(df, args.time, args.value, args.x, **common)
+    return aggregate_frames(df, args.time, args.value, args.func, args.op, args.x, **common)

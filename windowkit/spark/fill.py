@@ -28,8 +28,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from windowkit.core.durations import to_micros
+from windowkit.spark.event_time import TIME_UNITS, event_time
 
-_UNIT_MICROS = {"s": 1_000_000, "ms": 1_000, "us": 1}
 _LO, _HI, _BUCKET, _T, _FT = "wk_lo", "wk_hi", "wk_bucket", "wk_t", "wk_frame_time"
 
 
@@ -112,8 +112,8 @@ def fill_frames(
     if by is not None and (by not in frames.columns or by not in data.columns):
         msg = f"`by` must be a column of both `frames` and `data`; got {by!r}"
         raise ValueError(msg)
-    if time_unit is not None and time_unit not in _UNIT_MICROS:
-        msg = f"`time_unit` must be one of 's', 'ms', 'us'; got {time_unit!r}"
+    if time_unit is not None and time_unit not in TIME_UNITS:
+        msg = f"`time_unit` must be one of {', '.join(TIME_UNITS)}; got {time_unit!r}"
         raise ValueError(msg)
     if data.isStreaming and not frames.isStreaming:
         msg = ("`data` is streaming but `frames` is not: read the frames as a stream too, or "
@@ -211,16 +211,13 @@ def _empty_aggregates(data: DataFrame, exprs: list[Column], names: list[str]) ->
 
 
 def _micros(df: DataFrame, name: str, time_unit: str | None) -> Column:
-    dtype = df.schema[name].dataType
-    if isinstance(dtype, T.IntegralType):
-        if time_unit is None:
-            msg = f"`time_unit` must be one of 's', 'ms', 'us' for integer column {name!r}"
-            raise ValueError(msg)
-        return F.col(name).cast("long") * F.lit(_UNIT_MICROS[time_unit])
-    if isinstance(dtype, (T.TimestampType, T.TimestampNTZType, T.DateType)):
-        return F.unix_micros(F.col(name).cast("timestamp"))
-    msg = f"column {name!r} must be a timestamp or an integer time; got {dtype}"
-    raise ValueError(msg)
+    """A time column (of frames or filler rows) in µs, as every windowkit function reads it:
+    ntz and dates as wall-clock times, integers in ``time_unit``."""
+    return event_time(df, name, time_unit if _is_integer(df, name) else None).micros()
+
+
+def _is_integer(df: DataFrame, name: str) -> bool:
+    return isinstance(df.schema[name].dataType, T.IntegralType)
 
 
 def _micros_or_zero(value: str | int, name: str) -> int:

@@ -34,11 +34,9 @@ from windowkit.core.frames.aggregate import AggregateFraming
 from windowkit.core.frames.boundary import BoundaryFraming
 from windowkit.core.frames.delta import DeltaFraming
 from windowkit.core.operator import KEY
-from windowkit.core.validation import check_choice
 from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, run_operator
 
 FRAME_COLUMNS = ["frame_id", "start", "end", "last", "n_tuples", "n_missing", "status"]
-_UNIT_MICROS = {"s": 1_000_000, "ms": 1_000, "us": 1}
 
 
 def boundary_frames(
@@ -285,29 +283,13 @@ def _frames(
     time_unit: str | None,
 ) -> DataFrame:
     """Run ``factory``'s framer over ``df``; the shared output of every framing."""
-    time_col = F.col(time) if isinstance(time, str) else time
-    integer_time = isinstance(df.select(time_col).schema.fields[0].dataType, T.IntegralType)
-    if integer_time:
-        if time_unit is None:
-            msg = ("`time_unit` must be one of 's', 'ms', 'us' for an integer `time` column; "
-                   "got None")
-            raise ValueError(msg)
-        check_choice("time_unit", time_unit, tuple(_UNIT_MICROS))
-        time_col = F.timestamp_micros(time_col.cast("long") * F.lit(_UNIT_MICROS[time_unit]))
-    elif time_unit is not None:
-        msg = f"`time_unit` is only for an integer `time` column; got {time_unit!r}"
-        raise ValueError(msg)
     value_col = (F.expr(value) if isinstance(value, str) else value).cast("double")
     job = OperatorJob(factory=factory, schema=OUTPUT_SCHEMA, inputs={VALUE: value_col})
-    out = run_operator(df, job, time=time_col, key=by, shards=shards, late=late)
+    # the adapter reads the time column (and an integer one's unit) and gives the frames'
+    # times back in the column's own kind
+    out = run_operator(df, job, time=time, key=by, shards=shards, late=late,
+                       time_unit=time_unit)
     out = out.withColumn("status", F.coalesce(F.col(REJECTED), F.col("status"))).drop(REJECTED)
-    if integer_time:
-        for c in ("start", "end", "last"):
-            # ceil: exact for the input's own times; `end = last + 1 µs` (no next report at
-            # the end of the input) becomes last + 1 unit, so [start, end) still holds `last`
-            micros = F.unix_micros(F.col(c).cast("timestamp"))
-            unit = F.lit(_UNIT_MICROS[time_unit])
-            out = out.withColumn(c, -F.floor(-micros / unit))
     key_name = by if by is not None else KEY
     if by is not None:
         out = out.withColumn(KEY, F.col(KEY).cast(df.schema[by].dataType))
