@@ -191,7 +191,10 @@ class MultiGranularAggregator(StreamOperator):
         self.config = config or AggregatorConfig(
             make_spec(window, levels, origin), tuple(aggregates), bool(regression),
             None if weights is None else tuple(weights), report)
-        self._state = ChainState(self.config.effective_spec, N_FIELDS, self.config.weights)
+        full = self.config.regression or bool({"variance", "stddev"} & set(
+            self.config.aggregates))
+        self._state = ChainState(self.config.effective_spec, N_FIELDS, self.config.weights,
+                                 full)
         self.before_origin = 0
 
     @property

@@ -28,7 +28,7 @@ import math
 import numba
 import numpy as np
 
-from windowkit.core.multigranular.cells import SUM, N, merge_into
+from windowkit.core.multigranular.cells import MAX, MIN, SUM, N, merge_into
 from windowkit.core.multigranular.spec import MultiGranularSpec
 
 #: Sentinel granule: "none".
@@ -98,14 +98,16 @@ def _push(ring, ring_end, head, size, s, k, end, cell, lay_s, off, cap, b0):  # 
 @numba.njit(cache=True)
 def run_chain(c_slot, c_g, cells, frontier_g, ring, ring_end, head, size, last_g, done_g,
               open_g, open_cells, lay_n, lay_r, lay_s, off, cap, weights, b0,
-              all_keys):  # pragma: no cover - compiled
+              all_keys, full):  # pragma: no cover - compiled
     """Feed cells (grouped by slot, each slot's in granule order) through the chains.
 
     Cells at granules up to ``frontier_g`` are complete and enter the chain; a later one is
     kept as the key's open cell. Then every key (``all_keys``) or every key with a cell is
-    stepped to ``frontier_g``, emitting every report due. Returns ``(ints, floats, extras, m,
-    error)``: report rows (slot, level, granule), their cells, (decayed sum, decayed count,
-    present in every disjoint interval) and their number; ``error`` is 1 on an overflow.
+    stepped to ``frontier_g``, emitting every report due; without ``full`` reports carry only
+    count, sum, min and max (the centred moments are not merged). Returns ``(ints, floats,
+    extras, m, error)``: report rows (slot, level, granule), their cells, (decayed sum,
+    decayed count, present in every disjoint interval) and their number; ``error`` is 1 on an
+    overflow.
     """
     n_levels = lay_n.shape[0]
     n_fields = ring.shape[2]
@@ -170,7 +172,7 @@ def run_chain(c_slot, c_g, cells, frontier_g, ring, ring_end, head, size, last_g
                     if m + n_levels > out_i.shape[0]:
                         out_i, out_f, out_x = _grow(out_i, out_f, out_x, m)
                     m = _fill(s, gn, top, ring, ring_end, head, size, last_g, lay_n, off, cap,
-                              weights, b0, acc, part, out_i, out_f, out_x, m)
+                              weights, b0, acc, part, out_i, out_f, out_x, m, full)
                     c = gn
             if done_g[s] == NONE or target > done_g[s]:
                 done_g[s] = target
@@ -186,7 +188,7 @@ def run_chain(c_slot, c_g, cells, frontier_g, ring, ring_end, head, size, last_g
                 if m + n_levels > out_i.shape[0]:
                     out_i, out_f, out_x = _grow(out_i, out_f, out_x, m)
                 m = _fill(s, g, top, ring, ring_end, head, size, last_g, lay_n, off, cap,
-                          weights, b0, acc, part, out_i, out_f, out_x, m)
+                          weights, b0, acc, part, out_i, out_f, out_x, m, full)
                 done_g[s] = g
         i = j
     return out_i, out_f, out_x, m, 0
@@ -218,7 +220,7 @@ def _slide(s, G, ring, ring_end, head, size, lay_n, lay_r, lay_s, off, cap,
 
 @numba.njit(cache=True)
 def _fill(s, G, top, ring, ring_end, head, size, last_g, lay_n, off, cap, weights, b0, acc,
-          part, out_i, out_f, out_x, m):  # pragma: no cover - compiled
+          part, out_i, out_f, out_x, m, full):  # pragma: no cover - compiled
     """Append the reports at ``G`` of the sliding levels whose range holds a row.
 
     A level's range holds a row iff it holds the key's last row (``G - n_k < last_g``); the
@@ -229,12 +231,32 @@ def _fill(s, G, top, ring, ring_end, head, size, last_g, lay_n, off, cap, weight
     dec_sum = 0.0
     dec_n = 0.0
     present = 1.0
+    basic = n_fields > 1 and not full
+    if basic:
+        acc[SUM] = 0.0
+        acc[MIN] = np.inf
+        acc[MAX] = -np.inf
     for k in range(top):
         part[0] = 0.0
-        for q in range(size[s, k]):
-            pos = off[k] + (head[s, k] + q) % cap[k]
-            merge_into(part, ring[s, pos], float((ring_end[s, pos] - G) * b0))
-        merge_into(acc, part, 0.0)
+        if basic:  # count, sum, min, max: a few flops per cell instead of the moments' merge
+            part[SUM] = 0.0
+            part[MIN] = np.inf
+            part[MAX] = -np.inf
+            for q in range(size[s, k]):
+                cell = ring[s, off[k] + (head[s, k] + q) % cap[k]]
+                part[N] += cell[N]
+                part[SUM] += cell[SUM]
+                part[MIN] = min(part[MIN], cell[MIN])
+                part[MAX] = max(part[MAX], cell[MAX])
+            acc[N] += part[N]
+            acc[SUM] += part[SUM]
+            acc[MIN] = min(acc[MIN], part[MIN])
+            acc[MAX] = max(acc[MAX], part[MAX])
+        else:
+            for q in range(size[s, k]):
+                pos = off[k] + (head[s, k] + q) % cap[k]
+                merge_into(part, ring[s, pos], float((ring_end[s, pos] - G) * b0))
+            merge_into(acc, part, 0.0)
         if part[N] == 0.0:
             present = 0.0
         dec_n += weights[k] * part[N]

@@ -44,10 +44,11 @@ class ChainState:
     """
 
     def __init__(self, spec: MultiGranularSpec, n_fields: int,
-                 weights: np.ndarray | None = None) -> None:
+                 weights: np.ndarray | None = None, full: bool = True) -> None:
         self.spec = spec
         self.layout = ChainLayout(spec)
         self.n_fields = n_fields
+        self.full = full  # reports need the centred moments (variance, regression)
         self.weights = (np.ones(spec.n_levels) if weights is None
                         else np.asarray(weights, dtype=np.float64))
         self.keys: list = []
@@ -140,7 +141,7 @@ class ChainState:
             c_slot, c_g, np.ascontiguousarray(cells), self._frontier_granule(), self.ring,
             self.ring_end, self.head, self.size, self.last_g, self.done_g, self.open_g,
             self.open_cells, lay.n, lay.r, lay.s, lay.off, lay.cap, self.weights,
-            self.spec.finest_slide, True)
+            self.spec.finest_slide, True, self.full)
         if error:
             msg = ("multi-granular chain overflow or time going backwards; this is a bug "
                    f"(code {error})")
