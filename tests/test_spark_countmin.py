@@ -11,6 +11,7 @@ import pytest
 
 from windowkit.core.sketches import CountMin
 from windowkit.core.sketches.operator import merge_snapshots
+from windowkit.spark.countmin import POSITION_MICROS
 
 pytestmark = pytest.mark.spark
 
@@ -39,8 +40,10 @@ def core_snapshots(sites: pd.DataFrame, finish: bool = True, **params) -> pd.Dat
         op = make_operator(**params, end_time=end if finish else None)
         frame = pd.DataFrame({"time": rows["position"].to_numpy(np.int64),
                               "item": rows["item_key"].to_numpy(np.int64)})
-        out = [op.process(frame)] + ([op.finish()] if finish else [])
-        outs.append(pd.concat(out, ignore_index=True).assign(shard=int(shard)))
+        out = pd.concat([op.process(frame)] + ([op.finish()] if finish else []),
+                        ignore_index=True)
+        out["time"] //= POSITION_MICROS  # Spark reports the position itself
+        outs.append(out.assign(shard=int(shard)))
     return canonical(pd.concat(outs, ignore_index=True))
 
 
@@ -166,7 +169,8 @@ def test_count_based_without_time_follows_partition_order_per_site(spark):
               "snapshot_every": 25}
     out = windowed_count_min(df, "item", by="router", shards=2, **params).toPandas()
     sites = count_min_sites(df, "item", by="router", shards=2).toPandas()
-    assert sorted(sites["position"]) == list(range(900))  # the input's order, dense
+    # the input's order, dense, one millisecond of the operators' clock per position
+    assert sorted(sites["position"]) == list(range(0, 900_000, 1000))
     rejected = out[out["rejected"].notna()]
     assert rejected["rejected"].tolist() == ["malformed"] * 2
     assert all('"router"' in d and "wk_" not in d for d in rejected["detail"])
@@ -288,3 +292,30 @@ def test_bad_parameters_raise_before_spark_runs(spark):
         windowed_count_min(df, "item", "t", window=10, unit="ticks", tick="1 second")
     with pytest.raises(ValueError, match=r"`phi` must be in \(0, 1\]; got 0"):
         heavy_hitters(df, [1], 0)
+
+
+def test_the_window_given_is_the_window_estimated_whatever_the_shards_issue16(spark):
+    # --window was per shard, and shards defaulted to the core count: the same command estimated
+    # the last 5,000 items on one machine and the last 10,000 on another. The sum of the shards'
+    # matrices is now the matrix of the global last N items, for 1, 2 or 4 shards alike (exactly
+    # for the linear variants; Splitter within its approximation of the same window).
+    from windowkit.spark.countmin import merge_count_min, windowed_count_min
+
+    items = zipf_items(3000, 60, seed=11)
+    df = spark.createDataFrame(pd.DataFrame({"item": items})).repartition(3)
+    window = 700
+    for algorithm in ("proportional", "simple", "splitter"):
+        counts = []
+        for shards in (1, 2, 4):
+            snaps = windowed_count_min(df, "item", window=window, shards=shards,
+                                       algorithm=algorithm, epsilon=0.05, delta=0.25)
+            merged = merge_count_min(snaps).first()
+            assert merged["shards"] == shards and merged["n_seen"] == len(items)
+            counts.append(CountMin.from_bytes(merged["sketch"]).counts)
+        if algorithm == "splitter":
+            for c in counts:  # each row of the matrix sums to the window's count
+                assert c.sum(axis=1) == pytest.approx(np.full(c.shape[0], window), rel=0.1)
+        else:
+            for c in counts[1:]:
+                np.testing.assert_allclose(c, counts[0], rtol=0, atol=1e-6)
+    assert counts[0].sum() > 0

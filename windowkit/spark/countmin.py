@@ -87,6 +87,9 @@ MERGED_COLUMNS = ["shards", "n_seen", "time", "window_count", "sketch"]
 # internal columns (the adapter leaves "wk_" columns out of a rejected row's JSON)
 _POS = "wk_cm_position"
 _MID = "wk_cm_row"
+#: For unit="samples" one position is one millisecond of the operators' clock (µs): Spark's
+#: watermark moves in milliseconds, so a stream's watermark can then pass every position.
+POSITION_MICROS = 1000
 
 
 # ------------------------------------------------------------------ site assignment and hashing
@@ -155,16 +158,19 @@ def count_min_sites(
     * ``item_key``: :func:`item_key` of ``item``.
     * ``position``: the step the row's sketch update happens at, as int64 microseconds the
       core operator reads as its time. ``unit="ticks"``: the event time in µs. ``unit="samples"``:
-      the row's position in the whole stream: ``time`` itself if it is an integer column given
-      without ``time_unit`` (a sequence number); the rank of ``time`` (ties in input order) if
-      it is a timestamp or an integer with ``time_unit`` (batch only); without ``time`` (batch
-      only), the row's place in the input (partition order, then row order within it).
+      :data:`POSITION_MICROS` times the row's position in the whole stream: ``time`` itself if
+      it is an integer column given without ``time_unit`` (a sequence number); the rank of
+      ``time`` (ties in input order) if it is a timestamp or an integer with ``time_unit``
+      (batch only); without ``time`` (batch only), the row's place in the input (partition
+      order, then row order within it).
 
     Examples
     --------
     >>> df = spark.createDataFrame([("a", 1), ("b", 2)], "item string, t long")
     >>> sorted(r.shard for r in count_min_sites(df, "item", "t", shards=4).collect())
-    [0, 2]
+    [1, 3]
+    >>> [r.position for r in count_min_sites(df, "item", "t").collect()]
+    [1000, 2000]
     """
     shards = check_int("shards", DEFAULT_SHARDS if shards is None else shards, 1)
     prepared, key, site = _prepare(df, item, time, by, shards, unit, time_unit)
@@ -205,6 +211,8 @@ def _prepare(
               .withColumn(_POS, F.when(F.col("wk_cm_micros").isNotNull(),
                                        F.row_number().over(order) - 1))
               .drop("wk_cm_micros"))
+    if unit == "samples":
+        df = df.withColumn(_POS, F.col(_POS) * F.lit(POSITION_MICROS))
     if by is None:
         site = F.pmod(F.xxhash64(F.col(_POS), key), F.lit(shards))
     else:
@@ -254,8 +262,8 @@ def make_operator(
     Parameters
     ----------
     end_time : int, optional
-        The step (µs; a position for ``unit="samples"``) the input ends at: the final snapshot
-        is of the window ending there.
+        The step (µs; :data:`POSITION_MICROS` per position for ``unit="samples"``) the input
+        ends at: the final snapshot is of the window ending there.
 
     Examples
     --------
@@ -289,7 +297,7 @@ def make_operator(
         msg = f"`tick` is only for unit='ticks'; got tick={tick!r} with unit={unit!r}"
         raise ValueError(msg)
     else:
-        tick_micros = 1  # one tick per position of the global stream
+        tick_micros = POSITION_MICROS  # one tick per position of the global stream
     sketch = ALGORITHMS[algorithm].from_error(epsilon, delta, window=window, seed=seed,
                                               unit="ticks", **params)
     return WindowedCountMinOperator(sketch, snapshot_every, tick_micros, end_time)
@@ -359,8 +367,9 @@ def windowed_count_min(
         ``ceil(epsilon * N)``); default: one snapshot per site at the end of the input, or per
         micro-batch on a stream.
     late : str, optional
-        Streaming only: watermark delay (for a sequence number, in its units read as µs);
-        rows behind the watermark come out with ``rejected = "late"`` and are not counted.
+        Streaming only: watermark delay (for a sequence number, one millisecond per position:
+        ``"10 seconds"`` is 10,000 positions); rows behind the watermark come out with
+        ``rejected = "late"`` and are not counted.
     seed : int
         Hash seed of the sketches (sketches merge only with equal seeds).
     tau, mu : float, optional
@@ -387,7 +396,7 @@ def windowed_count_min(
     >>> df = spark.createDataFrame([(i % 3, i) for i in range(12)], "item int, t long")
     >>> snaps = windowed_count_min(df, "item", "t", window=6, shards=2, algorithm="perfect")
     >>> snaps.orderBy("shard").select("shard", "n_seen", "time").collect()
-    [Row(shard=0, n_seen=5, time=11), Row(shard=1, n_seen=7, time=11)]
+    [Row(shard=0, n_seen=6, time=11), Row(shard=1, n_seen=6, time=11)]
     >>> estimate_frequency(merge_count_min(snaps), df.select("item").distinct(), "item"
     ...                    ).orderBy("item").collect()
     [Row(item=0, estimate=2), Row(item=1, estimate=2), Row(item=2, estimate=2)]
@@ -411,6 +420,10 @@ def windowed_count_min(
     if unit == "ticks":  # back to the input's kind of time
         clock = event_time(df, time, time_unit)
         out = out.withColumn("time", clock.restore(F.col("time")))
+    else:
+        # integer arithmetic: a double loses positions beyond 2**53 / 1000
+        p = POSITION_MICROS
+        out = out.withColumn("time", F.expr(f"(time - pmod(time, {p})) div {p}"))
     return out.select(*SNAPSHOT_COLUMNS, REJECTED, DETAIL_OUT)
 
 
@@ -471,21 +484,19 @@ def merge_count_min(snapshots: DataFrame) -> DataFrame:
     """
     _require_batch(snapshots, "snapshots")
     latest = latest_snapshots(snapshots)
-    schema = T.StructType([
-        T.StructField("shards", T.LongType()), T.StructField("n_seen", T.LongType()),
-        T.StructField("time", latest.schema["time"].dataType),
-        T.StructField("window_count", T.DoubleType()), T.StructField("sketch", T.BinaryType()),
-    ])
-    return latest.groupBy(F.lit(0).alias("wk_all")).applyInPandas(_merge_frame, schema)
+    # Times stay in the JVM: pandas holds nanoseconds and cannot hold a time in year 9999.
+    totals = latest.agg(F.count(F.lit(1)).alias("shards"), F.sum("n_seen").alias("n_seen"),
+                        F.max("time").alias("time"))
+    schema = T.StructType([T.StructField("window_count", T.DoubleType()),
+                           T.StructField("sketch", T.BinaryType())])
+    summed = latest.select(SHARD, "sketch").groupBy(F.lit(0).alias("wk_all")).applyInPandas(
+        _merge_frame, schema)
+    return totals.filter(F.col("shards") > 0).crossJoin(summed).select(*MERGED_COLUMNS)
 
 
 def _merge_frame(pdf: pd.DataFrame) -> pd.DataFrame:
     merged = _sum_sketches(pdf["sketch"])
-    return pd.DataFrame({
-        "shards": [len(pdf)], "n_seen": [int(pdf["n_seen"].sum())],
-        "time": [pdf["time"].max()], "window_count": [_window_count(merged)],
-        "sketch": [merged.to_bytes()],
-    })
+    return pd.DataFrame({"window_count": [_window_count(merged)], "sketch": [merged.to_bytes()]})
 
 
 def _sum_sketches(blobs: pd.Series) -> CountMin:
@@ -644,10 +655,13 @@ def heavy_hitters(
         good = snapshots.filter(F.col(REJECTED).isNull())
     else:
         good = snapshots
-    good = good.select(*SNAPSHOT_COLUMNS)
-    time_type = good.schema["time"].dataType
+    # the replay order is decided in the JVM; times never reach pandas (year 9999 would not fit)
+    order = Window.orderBy(F.col("time").asc_nulls_first(), F.col(SHARD), F.col("seq"))
+    good = good.select(*SNAPSHOT_COLUMNS).withColumn("wk_order", F.row_number().over(order))
+    times = good.select("wk_order", "time")
+    good = good.drop("time")
     schema = T.StructType([
-        T.StructField("view", T.LongType()), T.StructField("time", time_type),
+        T.StructField("view", T.LongType()), T.StructField("wk_order", T.IntegerType()),
         T.StructField("shard", T.IntegerType()), T.StructField(ITEM_KEY, T.LongType()),
         T.StructField("estimate", T.LongType()), T.StructField("window_count", T.DoubleType()),
         T.StructField("threshold", T.DoubleType()),
@@ -658,14 +672,13 @@ def heavy_hitters(
         return _replay_views(pdf, keys, phi, latest)
 
     views = good.groupBy(F.lit(0).alias("wk_all")).applyInPandas(replay, schema)
-    out = views.join(F.broadcast(cand), ITEM_KEY)
+    out = views.join(F.broadcast(cand), ITEM_KEY).join(times, "wk_order")
     return out.select("view", "time", "shard", item, "estimate", "window_count", "threshold")
 
 
 def _replay_views(pdf: pd.DataFrame, keys: np.ndarray, phi: float, latest: bool) -> pd.DataFrame:
     """Walk the snapshots in order; after each, test the candidates on the coordinator's view."""
-    pdf = pdf.sort_values(["time", "shard", "seq"], kind="stable", na_position="first")
-    pdf = pdf.reset_index(drop=True)
+    pdf = pdf.sort_values("wk_order", kind="stable").reset_index(drop=True)
     if latest:  # one view: the newest snapshot of every shard, reported at the newest of them
         newest = pdf.groupby("shard")["seq"].transform("max") == pdf["seq"]
         pdf = pdf[newest].reset_index(drop=True)
@@ -685,7 +698,7 @@ def _replay_views(pdf: pd.DataFrame, keys: np.ndarray, phi: float, latest: bool)
         est = estimate_counts(total, cols)
         hit = (est >= threshold) & (est > 0)
         out.append(pd.DataFrame({
-            "view": 0 if latest else pos, "time": r.time, "shard": int(r.shard),
+            "view": 0 if latest else pos, "wk_order": int(r.wk_order), "shard": int(r.shard),
             ITEM_KEY: keys[hit], "estimate": est[hit], "window_count": window_count,
             "threshold": threshold,
         }))
@@ -694,4 +707,5 @@ def _replay_views(pdf: pd.DataFrame, keys: np.ndarray, phi: float, latest: bool)
     return pd.concat(out, ignore_index=True)[_VIEW_COLUMNS]
 
 
-_VIEW_COLUMNS = ["view", "time", "shard", ITEM_KEY, "estimate", "window_count", "threshold"]
+_VIEW_COLUMNS = ["view", "wk_order", "shard", ITEM_KEY, "estimate", "window_count",
+                 "threshold"]
