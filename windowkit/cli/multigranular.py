@@ -67,23 +67,17 @@ def run(args: argparse.Namespace) -> int:
     2
     """
     config = _config(args)  # fail on bad parameters before Spark starts
-    info = None
-    if hasattr(common, "inspect_input"):  # the reworked common.py checks inputs up front
-        info = common.inspect_input(args.input, args.format)
-        common.check_columns(info, time=args.time, by=args.by, value=args.value,
-                             recurring=args.recurring)
+    common.check_positive("shards", args.shards)
+    common.check_stream_options(args)
+    info = common.inspect_input(args.input, args.format)
+    common.check_columns(info, time=args.time, by=args.by, value=args.value,
+                         recurring=args.recurring)
+    common.check_output(args.output, args.overwrite)
     progress = Progress()
-    from windowkit.spark import (
-        multi_granular,
-        recurring_items,
-        split_reports,
-        windowkit_session,
-    )
+    spark = common.start_spark(args, "windowkit multigranular", progress)
+    from windowkit.spark import multi_granular, recurring_items, split_reports
 
-    progress.step(f"starting Spark ({args.master or 'local[*]'})")
-    spark = windowkit_session(args.master, app_name="windowkit multigranular")
-    df = common.read_input(spark, args) if info is None else common.read_input(spark, args,
-                                                                                 info)
+    df = common.read_input(spark, args, info)
     shared = {"by": args.by, "late": getattr(args, "late", None), "shards": args.shards,
               "time_unit": args.time_unit, "report": args.report}
     result = multi_granular(df, args.time, args.window, value=args.value,
@@ -93,32 +87,24 @@ def run(args: argparse.Namespace) -> int:
     if args.recurring:
         outputs["recurring"] = recurring_items(df, args.time, args.recurring, args.window,
                                                **shared)
-    if df.isStreaming:
-        # Spark's file sink commits each micro-batch once (exactly-once with the checkpoint);
-        # rejected rows stay in the output with a non-null `rejected`
-        queries = [out.writeStream.format("parquet")
-                   .option("path", os.path.join(args.output, name))
-                   .option("checkpointLocation", os.path.join(args.checkpoint, name)).start()
-                   for name, out in outputs.items()]
-        progress.step(f"streaming {args.input} (checkpoint {args.checkpoint})")
-        try:
-            for q in queries:
-                q.processAllAvailable()
-        finally:
-            for q in queries:
-                q.stop()
-    else:
-        progress.step(f"windowing {args.input}")
-        rejected = None
-        for name, out in outputs.items():
-            good, bad = split_reports(out.cache())
-            good.write.mode("overwrite").parquet(os.path.join(args.output, name))
-            rejected = bad if rejected is None else rejected
-        rejected.write.mode("overwrite").parquet(os.path.join(args.output, "rejected"))
-        if args.plot:
-            _plot(spark, df, args, os.path.join(args.output, "reports"))
-    progress.step("done")
-    for name in outputs:
+    progress.step(f"windowing {args.input}")
+    for name, out in outputs.items():
+        # one query per output on a stream, each with its own checkpoint; rejected rows are
+        # written once, from the reports
+        run_args = argparse.Namespace(**vars(args))
+        if df.isStreaming:
+            run_args.checkpoint = os.path.join(args.checkpoint, name)
+
+        def split(frame, name=name):
+            good, bad = split_reports(frame)
+            return {name: good, "rejected": bad} if name == "reports" else {name: good}
+
+        counts = common.write_outputs(out, run_args, split, progress, count_by="rejected")
+        kept = counts.pop("None", 0)
+        progress.step(f"{name}: {kept:,} rows; set aside: {common.summarize(counts)}")
+    if args.plot and not df.isStreaming:
+        _plot(spark, df, args, os.path.join(args.output, "reports"))
+    for name in [*outputs, "rejected"]:
         print(f"{name}: {os.path.join(args.output, name)}")
     return 0
 
