@@ -484,19 +484,27 @@ def merge_count_min(snapshots: DataFrame) -> DataFrame:
     """
     _require_batch(snapshots, "snapshots")
     latest = latest_snapshots(snapshots)
-    # Times stay in the JVM: pandas holds nanoseconds and cannot hold a time in year 9999.
+    # One aggregation, so the snapshots are computed once; times stay in the JVM (pandas holds
+    # nanoseconds and cannot hold a time in year 9999), only the sketches reach Python.
     totals = latest.agg(F.count(F.lit(1)).alias("shards"), F.sum("n_seen").alias("n_seen"),
-                        F.max("time").alias("time"))
+                        F.max("time").alias("time"),
+                        F.collect_list("sketch").alias("wk_sketches"))
+    summed = _merge_udf()(F.col("wk_sketches")).alias("wk_merged")
+    return (totals.filter(F.col("shards") > 0).select("*", summed)
+            .select("shards", "n_seen", "time", "wk_merged.*"))
+
+
+@functools.lru_cache(maxsize=1)
+def _merge_udf():
     schema = T.StructType([T.StructField("window_count", T.DoubleType()),
                            T.StructField("sketch", T.BinaryType())])
-    summed = latest.select(SHARD, "sketch").groupBy(F.lit(0).alias("wk_all")).applyInPandas(
-        _merge_frame, schema)
-    return totals.filter(F.col("shards") > 0).crossJoin(summed).select(*MERGED_COLUMNS)
 
+    @F.udf(returnType=schema)
+    def merge(blobs: list[bytes]) -> tuple[float, bytes]:
+        merged = _sum_sketches(pd.Series(blobs))
+        return _window_count(merged), merged.to_bytes()
 
-def _merge_frame(pdf: pd.DataFrame) -> pd.DataFrame:
-    merged = _sum_sketches(pdf["sketch"])
-    return pd.DataFrame({"window_count": [_window_count(merged)], "sketch": [merged.to_bytes()]})
+    return merge
 
 
 def _sum_sketches(blobs: pd.Series) -> CountMin:
