@@ -319,3 +319,17 @@ def test_the_window_given_is_the_window_estimated_whatever_the_shards_issue16(sp
             for c in counts[1:]:
                 np.testing.assert_allclose(c, counts[0], rtol=0, atol=1e-6)
     assert counts[0].sum() > 0
+
+
+def test_heavy_hitters_latest_picks_each_shards_snapshot_in_the_jvm_issue16(spark, batch_run):
+    # heavy_hitters(latest=True) sent every snapshot to one Python group (an Arrow allocation
+    # over 2 GiB on 10 M rows): the latest snapshot of each shard is now chosen before Python.
+    from windowkit.spark.countmin import heavy_hitters
+
+    snaps, _ = batch_run
+    assert snaps.count() > 3 * SHARDS  # periodic snapshots: many per shard
+    out = heavy_hitters(snaps, list(range(300)), 0.05, latest=True)
+    plan = out._jdf.queryExecution().optimizedPlan().toString()
+    python = plan.index("FlatMapGroupsInPandas")
+    assert "max_by" in plan[python:]  # below the Python node in the printed tree: its input
+    assert out.select("view").distinct().count() == 1
