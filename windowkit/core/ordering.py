@@ -11,6 +11,7 @@ import sys
 
 import numba
 import numpy as np
+import pandas as pd
 
 
 def group_rows_by_slot(
@@ -147,3 +148,32 @@ def _insertion_sort(time, codes, lo, hi, budget):  # pragma: no cover - compiled
         if moves > budget:
             return False
     return True
+
+
+def factorize_keys(key: np.ndarray | pd.Series | pd.Categorical) -> tuple[np.ndarray, np.ndarray]:
+    """Codes and uniques of the keys; categorical keys come with their codes already.
+
+    Examples
+    --------
+    >>> codes, uniques = factorize_keys(pd.Categorical(["b", "a", "b"], ["a", "b", "c"]))
+    >>> codes.tolist(), uniques.tolist()
+    ([1, 0, 1], ['a', 'b'])
+    """
+    if isinstance(key, pd.Series) and isinstance(key.dtype, pd.CategoricalDtype):
+        key = key.array
+    if isinstance(key, pd.Categorical):
+        categories = np.asarray(key.categories, dtype=object)
+        codes = np.asarray(key.codes, dtype=np.int64)
+        if (codes < 0).any():
+            msg = "`key` must not be null"
+            raise ValueError(msg)
+        present = np.bincount(codes, minlength=len(categories)) > 0
+        if present.all():
+            return codes, categories
+        remap = np.cumsum(present) - 1  # unused categories must not become keys
+        return remap[codes], categories[present]
+    codes, uniques = pd.factorize(np.asarray(key), sort=False)
+    if (codes < 0).any():
+        msg = "`key` must not be null"
+        raise ValueError(msg)
+    return codes.astype(np.int64), np.asarray(uniques)

@@ -59,6 +59,7 @@ import pandas as pd
 from windowkit.core.durations import Duration, to_micros
 from windowkit.core.frames.threshold import OUTPUT_SCHEMA, VALUE
 from windowkit.core.operator import KEY, TIME, StreamOperator
+from windowkit.core.ordering import factorize_keys
 from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
 
 try:
@@ -600,35 +601,6 @@ class _Outputs:
                 parts.append(part)
         out = parts[0] if len(parts) == 1 else pd.concat(parts).sort_index()
         return out.reset_index(drop=True)
-
-
-def factorize_keys(key: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Codes and uniques of the keys; categorical keys come with their codes already.
-
-    Examples
-    --------
-    >>> codes, uniques = factorize_keys(pd.Categorical(["b", "a", "b"], ["a", "b", "c"]))
-    >>> codes.tolist(), uniques.tolist()
-    ([1, 0, 1], ['a', 'b'])
-    """
-    if isinstance(key, pd.Series) and isinstance(key.dtype, pd.CategoricalDtype):
-        key = key.array
-    if isinstance(key, pd.Categorical):
-        categories = np.asarray(key.categories, dtype=object)
-        codes = np.asarray(key.codes, dtype=np.int64)
-        if (codes < 0).any():
-            msg = "`key` must not be null"
-            raise ValueError(msg)
-        present = np.bincount(codes, minlength=len(categories)) > 0
-        if present.all():
-            return codes, categories
-        remap = np.cumsum(present) - 1  # unused categories must not become keys
-        return remap[codes], categories[present]
-    codes, uniques = pd.factorize(np.asarray(key), sort=False)
-    if (codes < 0).any():
-        msg = "`key` must not be null"
-        raise ValueError(msg)
-    return codes.astype(np.int64), np.asarray(uniques)
 
 
 def _order_rows(slot: np.ndarray, time: np.ndarray,

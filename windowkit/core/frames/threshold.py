@@ -39,7 +39,7 @@ import pandas as pd
 
 from windowkit.core.durations import Duration, to_micros
 from windowkit.core.operator import KEY, TIME, StreamOperator
-from windowkit.core.ordering import group_rows_by_slot, sort_each_key_by_time
+from windowkit.core.ordering import factorize_keys, group_rows_by_slot, sort_each_key_by_time
 from windowkit.core.serialization import pack_state, state_decoder, unpack_state
 from windowkit.core.validation import check_choice
 
@@ -333,7 +333,7 @@ class ThresholdFramer(StreamOperator):
             raise ValueError(msg)
         if len(time) == 0:
             return self.empty_output()
-        codes_k, uniques = _factorize(key)
+        codes_k, uniques = factorize_keys(key)
         slot = self._state.slots(uniques)[codes_k]
         slot, time, codes = _sort_by_key_and_time(slot, time, codes, self.n_keys)
         slot, time, codes = settle_ties(slot, time, codes, self.spec.duplicates)
@@ -468,26 +468,6 @@ windowkit container version 0
         for name, dtype in _KeyState.FIELDS.items():
             st.arrays[name] = arrays[name].astype(dtype, copy=False)
         return framer
-
-
-def _factorize(key: np.ndarray | pd.Series | pd.Categorical) -> tuple[np.ndarray, np.ndarray]:
-    """Codes and uniques of the keys; categorical keys come with their codes already."""
-    if isinstance(key, pd.Series) and isinstance(key.dtype, pd.CategoricalDtype):
-        key = key.array
-    if isinstance(key, pd.Categorical):
-        categories = np.asarray(key.categories, dtype=object)
-        codes = key.codes
-        if (codes < 0).any():
-            msg = "`key` must not be null"
-            raise ValueError(msg)
-        present = np.bincount(codes, minlength=len(categories)) > 0
-        if present.all():
-            return codes, categories
-        # unused categories (a shared dictionary) must not become keys of the state
-        remap = np.cumsum(present) - 1
-        return remap[codes], categories[present]
-    codes, uniques = pd.factorize(np.asarray(key), sort=False)
-    return codes, np.asarray(uniques)
 
 
 def _sort_by_key_and_time(

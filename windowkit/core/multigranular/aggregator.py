@@ -53,8 +53,9 @@ from windowkit.core.multigranular.cells import (
     merge_into,
 )
 from windowkit.core.multigranular.spec import MultiGranularSpec
-from windowkit.core.multigranular.state import END_OF_INPUT, ChainState, Reports, factorize_keys
+from windowkit.core.multigranular.state import END_OF_INPUT, ChainState, Reports
 from windowkit.core.operator import KEY, TIME, StreamOperator
+from windowkit.core.ordering import factorize_keys
 from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
 from windowkit.core.validation import check_choice
 

@@ -25,8 +25,9 @@ from windowkit.core.multigranular.aggregator import (
 )
 from windowkit.core.multigranular.cells import N
 from windowkit.core.multigranular.spec import MultiGranularSpec
-from windowkit.core.multigranular.state import END_OF_INPUT, ChainState, Reports, factorize_keys
+from windowkit.core.multigranular.state import END_OF_INPUT, ChainState, Reports
 from windowkit.core.operator import KEY, TIME, StreamOperator
+from windowkit.core.ordering import factorize_keys
 from windowkit.core.validation import check_choice
 
 ITEM = "item"

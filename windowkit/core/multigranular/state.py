@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from windowkit.core.multigranular.cells import empty_cells, merge_cells, rows_to_cells
 from windowkit.core.multigranular.chain import NONE, ChainLayout, run_chain
@@ -225,30 +224,3 @@ class ChainState:
         self.frontier = frontier
 
 
-def factorize_keys(key: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Codes and uniques of keys; categorical keys come with their codes already.
-
-    Examples
-    --------
-    >>> codes, uniques = factorize_keys(np.array(["b", "a", "b"], dtype=object))
-    >>> codes.tolist(), uniques.tolist()
-    ([0, 1, 0], ['b', 'a'])
-    """
-    if isinstance(key, pd.Series) and isinstance(key.dtype, pd.CategoricalDtype):
-        key = key.array
-    if isinstance(key, pd.Categorical):
-        categories = np.asarray(key.categories, dtype=object)
-        codes = key.codes.astype(np.int64)
-        if (codes < 0).any():
-            msg = "`key` must not be null"
-            raise ValueError(msg)
-        present = np.bincount(codes, minlength=len(categories)) > 0
-        if present.all():
-            return codes, categories
-        remap = np.cumsum(present) - 1
-        return remap[codes], categories[present]
-    codes, uniques = pd.factorize(np.asarray(key), sort=False)
-    if (codes < 0).any():
-        msg = "`key` must not be null"
-        raise ValueError(msg)
-    return codes.astype(np.int64), np.asarray(uniques, dtype=object)
