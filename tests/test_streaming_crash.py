@@ -19,7 +19,7 @@ from windowkit.spark.sinks import KILL_AFTER_WRITE_ENV
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-N_FILES = 6
+N_FILES = 8
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def kill_after_micro_batches(input_dir, run_dir, n_batches: int, rng: random.Ran
         seen += "micro-batch" in line
         if seen >= n_batches:
             break
-    time.sleep(rng.uniform(0.0, 2.0))  # somewhere inside the next micro-batch, or after it
+    time.sleep(rng.uniform(0.0, 0.5))  # somewhere inside the next micro-batch, or after it
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
 
@@ -90,11 +90,10 @@ def test_kill_9_and_restart_give_exactly_the_uninterrupted_rows(input_dir, tmp_p
     rng = random.Random(int(os.environ.get("WINDOWKIT_CRASH_SEED", "0")) or None)
     # 1. killed at a random moment after the first micro-batch
     kill_after_micro_batches(input_dir, crashed, 1, rng)
-    # 2. killed by itself after writing micro-batch 3 and before Spark records its commit:
-    #    the restart replays batch 3, which must not be written twice
-    code = run_to_end(input_dir, crashed, {KILL_AFTER_WRITE_ENV: "3"})
+    # 2. killed by itself after writing the first micro-batch it runs and before Spark records
+    #    its commit: the restart replays that batch, which must not be written twice
+    code = run_to_end(input_dir, crashed, {KILL_AFTER_WRITE_ENV: "first"})
     assert code == -signal.SIGKILL
-    assert (crashed / "out" / "frames" / "batch=3").is_dir()
     # 3. the restart runs to the end
     assert run_to_end(input_dir, crashed) == 0
     for name in ("frames", "rejected"):

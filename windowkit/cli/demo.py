@@ -30,6 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--duration", default="1 day", help="length of the generated day")
     p.add_argument("--seed", type=int, default=0, help="dataset seed")
     p.add_argument("--master", default=None, help="Spark master URL (default local[*])")
+    p.add_argument("--verbose", action="store_true", help="show Spark's log and tracebacks")
     p.set_defaults(func=run)
 
 
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from windowkit.spark import split_rejected, threshold_frames, windowkit_session
 
     progress.step(f"starting Spark ({args.master or 'local[*]'})")
-    spark = windowkit_session(args.master, app_name="windowkit demo")
+    spark = windowkit_session(args.master, app_name="windowkit demo", quiet=not args.verbose)
     df = spark.read.parquet(input_path)
     progress.step("framing: loss_rate > 0.3% for at least 3 reports, schedule 30 s, "
                   "missing reports bridged inside high-loss periods")

@@ -19,8 +19,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
 
 STAGING = "_staging"
-#: Test hook: kill the driver (SIGKILL) right after writing this micro-batch, before Spark
-#: records its commit, to prove that the replay after a restart writes nothing twice.
+#: Test hook: kill the driver (SIGKILL) right after writing this micro-batch (a batch id, or
+#: "first": the first one this process writes), before Spark records its commit, to prove that
+#: the replay after a restart writes nothing twice.
 KILL_AFTER_WRITE_ENV = "WINDOWKIT_TEST_KILL_AFTER_BATCH"
 
 Splitter = Callable[[DataFrame], dict[str, DataFrame]]
@@ -96,7 +97,7 @@ def write_stream_exactly_once(
         try:
             for name, part in split(batch).items():
                 commit_batch(part, f"{output}/{name}", batch_id)
-            if os.environ.get(KILL_AFTER_WRITE_ENV) == str(batch_id):
+            if os.environ.get(KILL_AFTER_WRITE_ENV) in (str(batch_id), "first"):
                 import signal
 
                 os.killpg(0, signal.SIGKILL)  # the whole driver: Python and its JVM
