@@ -138,7 +138,31 @@ def make_spec(window: str | MultiGranularSpec | None, levels: list | None,
     return MultiGranularSpec.from_levels(levels, origin)
 
 
-class MultiGranularAggregator(StreamOperator):
+class ChainOperator(StreamOperator):
+    """What the multi-granular operators share: a :class:`ChainState` in ``_state`` whose
+    reports ``_frame`` turns into output rows, settled by the watermark or the input's end."""
+
+    _state: ChainState
+
+    def _frame(self, rep: Reports) -> pd.DataFrame:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def advance(self, watermark: int) -> pd.DataFrame:
+        """Learn that no row at or before ``watermark`` will come: emit the reports due."""
+        if self._state.frontier is not None and watermark <= self._state.frontier:
+            return self.empty_output()
+        return self._frame(self._state.advance(int(watermark)))
+
+    def finish(self) -> pd.DataFrame:
+        """End of input: emit every remaining report."""
+        return self._frame(self._state.advance(END_OF_INPUT))
+
+    def next_deadline(self) -> int | None:
+        """The smallest watermark at which :meth:`advance` emits a report, if any."""
+        return self._state.next_deadline()
+
+
+class MultiGranularAggregator(ChainOperator):
     """Aggregates, decayed aggregates and regression per key over every level of a window.
 
     Input rows: ``key``, ``time`` (int64 µs) and ``value`` (float); or pre-aggregated cells
@@ -261,20 +285,6 @@ class MultiGranularAggregator(StreamOperator):
             value = batch[VALUE].to_numpy(np.float64)
             reports = st.fold_rows(slot, time, value, frontier)
         return self._frame(reports)
-
-    def advance(self, watermark: int) -> pd.DataFrame:
-        """Learn that no row at or before ``watermark`` will come: emit the reports due."""
-        if self._state.frontier is not None and watermark <= self._state.frontier:
-            return self.empty_output()
-        return self._frame(self._state.advance(int(watermark)))
-
-    def finish(self) -> pd.DataFrame:
-        """End of input: emit every remaining report."""
-        return self._frame(self._state.advance(END_OF_INPUT))
-
-    def next_deadline(self) -> int | None:
-        """The smallest watermark at which :meth:`advance` emits a report, if any."""
-        return self._state.next_deadline()
 
     def horizon(self, horizon: int) -> pd.DataFrame:
         """Continuous state reporting: per key, the aggregates over the horizon ending at the

@@ -18,6 +18,7 @@ import pandas as pd
 
 from windowkit.core.multigranular.aggregator import (
     REPORT_COLUMNS,
+    ChainOperator,
     ReportMode,
     _pack,
     _unpack,
@@ -25,15 +26,15 @@ from windowkit.core.multigranular.aggregator import (
 )
 from windowkit.core.multigranular.cells import N
 from windowkit.core.multigranular.spec import MultiGranularSpec
-from windowkit.core.multigranular.state import END_OF_INPUT, ChainState, Reports
-from windowkit.core.operator import KEY, TIME, StreamOperator
+from windowkit.core.multigranular.state import ChainState, Reports
+from windowkit.core.operator import KEY, TIME
 from windowkit.core.ordering import factorize_keys
 from windowkit.core.validation import check_choice
 
 ITEM = "item"
 
 
-class RecurringItems(StreamOperator):
+class RecurringItems(ChainOperator):
     """Items occurring in every disjoint interval of the levels, per key.
 
     Input rows: ``key``, ``time`` (int64 µs), ``item``; or pre-aggregated counts with a
@@ -123,20 +124,6 @@ class RecurringItems(StreamOperator):
         else:
             reports = st.fold_rows(slot, time, None, frontier)
         return self._frame(reports)
-
-    def advance(self, watermark: int) -> pd.DataFrame:
-        """Learn that no row at or before ``watermark`` will come: emit the reports due."""
-        if self._state.frontier is not None and watermark <= self._state.frontier:
-            return self.empty_output()
-        return self._frame(self._state.advance(int(watermark)))
-
-    def finish(self) -> pd.DataFrame:
-        """End of input: emit every remaining report."""
-        return self._frame(self._state.advance(END_OF_INPUT))
-
-    def next_deadline(self) -> int | None:
-        """The smallest watermark at which :meth:`advance` emits a report, if any."""
-        return self._state.next_deadline()
 
     def _frame(self, rep: Reports) -> pd.DataFrame:
         keep = rep.extras[:, 2] > 0 if len(rep) else np.zeros(0, dtype=bool)
