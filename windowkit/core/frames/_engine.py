@@ -56,8 +56,13 @@ import numba
 import numpy as np
 import pandas as pd
 
-from windowkit.core.durations import Duration, to_micros
-from windowkit.core.frames.threshold import OUTPUT_SCHEMA, VALUE
+from windowkit.core.durations import Duration
+from windowkit.core.frames.threshold import (
+    OUTPUT_SCHEMA,
+    VALUE,
+    check_schedule,
+    parse_frame_lengths,
+)
 from windowkit.core.operator import KEY, TIME, StreamOperator
 from windowkit.core.ordering import factorize_keys
 from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
@@ -134,9 +139,7 @@ class SequenceFrameSpec:
     def __post_init__(self) -> None:
         check_choice("missing", self.missing, _MISSING_POLICIES)
         check_choice("extent", self.extent, _EXTENTS)
-        if self.schedule is not None and self.schedule <= 0:
-            msg = f"`schedule` must be a positive period like '30 seconds'; got {self.schedule!r}"
-            raise ValueError(msg)
+        check_schedule(self.schedule)
 
     @classmethod
     def create(
@@ -154,14 +157,8 @@ class SequenceFrameSpec:
         >>> SequenceFrameSpec.create("90 seconds", schedule="30 seconds").schedule
         30000000
         """
-        return cls(
-            min_duration=Duration.parse(min_duration, "min_duration"),
-            missing=missing,
-            schedule=None if schedule is None else to_micros(schedule, "schedule"),
-            fragment_every=(None if fragment_every is None
-                            else Duration.parse(fragment_every, "fragment_every")),
-            extent=extent,
-        )
+        return cls(missing=missing, extent=extent,
+                   **parse_frame_lengths(min_duration, schedule, fragment_every))
 
     def to_meta(self) -> dict[str, Any]:
         """JSON-able form, for state bytes."""

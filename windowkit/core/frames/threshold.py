@@ -103,9 +103,7 @@ class ThresholdFrameSpec:
     def __post_init__(self) -> None:
         check_choice("missing", self.missing, ("unsatisfied", "satisfying"))
         check_choice("duplicates", self.duplicates, DUPLICATE_POLICIES)
-        if self.schedule is not None and self.schedule <= 0:
-            msg = f"`schedule` must be a positive period like '30 seconds'; got {self.schedule!r}"
-            raise ValueError(msg)
+        check_schedule(self.schedule)
 
     @classmethod
     def create(
@@ -127,15 +125,43 @@ class ThresholdFrameSpec:
         ...
         ValueError: `missing` must be one of 'unsatisfied', 'satisfying'; got 'sometimes'
         """
-        return cls(
-            min_duration=Duration.parse(min_duration, "min_duration"),
-            missing=missing,
-            schedule=None if schedule is None else to_micros(schedule, "schedule"),
-            fragment_every=(
-                None if fragment_every is None else Duration.parse(fragment_every, "fragment_every")
-            ),
-            duplicates=duplicates,
-        )
+        return cls(missing=missing, duplicates=duplicates,
+                   **parse_frame_lengths(min_duration, schedule, fragment_every))
+
+
+def parse_frame_lengths(
+    min_duration: str | int | Duration,
+    schedule: str | int | None,
+    fragment_every: str | int | Duration | None,
+) -> dict[str, Duration | int | None]:
+    """The lengths every framing's spec takes, parsed from user-facing values.
+
+    Examples
+    --------
+    >>> parse_frame_lengths("3 rows", "30 seconds", None)["schedule"]
+    30000000
+    """
+    return {
+        "min_duration": Duration.parse(min_duration, "min_duration"),
+        "schedule": None if schedule is None else to_micros(schedule, "schedule"),
+        "fragment_every": (None if fragment_every is None
+                           else Duration.parse(fragment_every, "fragment_every")),
+    }
+
+
+def check_schedule(schedule: int | None) -> None:
+    """``ValueError`` unless ``schedule`` (µs) is None or positive.
+
+    Examples
+    --------
+    >>> check_schedule(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: `schedule` must be a positive period like '30 seconds'; got 0
+    """
+    if schedule is not None and schedule <= 0:
+        msg = f"`schedule` must be a positive period like '30 seconds'; got {schedule!r}"
+        raise ValueError(msg)
 
 
 def predicate_codes(values: np.ndarray | pd.Series | list) -> np.ndarray:
