@@ -296,13 +296,14 @@ def test_inconsistent_state_arrays_raise_state_format_error():
 
     op = MultiGranularAggregator(levels=[(4, 1), (8, 2)])
     op.process(pd.DataFrame({"key": ["a"], "time": [1], "value": [1.0]}))
-    meta, arrays = unpack_state(op.to_bytes(), op.FORMAT_TAG, op.FORMAT_VERSION)
+    version = op.FORMAT_VERSION
+    meta, arrays = unpack_state(op.to_bytes(), op.FORMAT_TAG, version)
     bad = dict(arrays, size=arrays["size"] + 50)
     with pytest.raises(StateFormatError, match="MultiGranularAggregator state: .*queue sizes"):
-        MultiGranularAggregator.from_bytes(pack_state(op.FORMAT_TAG, 1, meta, bad))
+        MultiGranularAggregator.from_bytes(pack_state(op.FORMAT_TAG, version, meta, bad))
     del arrays["cells0"]
     with pytest.raises(StateFormatError, match="MultiGranularAggregator state is corrupt"):
-        MultiGranularAggregator.from_bytes(pack_state(op.FORMAT_TAG, 1, meta, arrays))
+        MultiGranularAggregator.from_bytes(pack_state(op.FORMAT_TAG, version, meta, arrays))
 
 
 def test_connection_generator_has_bursts_and_recurring_sources():

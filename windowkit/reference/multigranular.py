@@ -57,7 +57,10 @@ def reference_reports(
     pandas.DataFrame
         ``key, level, window_start, window_end`` (half-open), ``count, sum, mean, min, max,
         variance, stddev, slope, intercept, decayed_sum, decayed_count`` and ``points``: the
-        scope's ``(seconds relative to tc, value)`` pairs for least-squares checks.
+        scope's ``(seconds relative to tc, value)`` pairs for least-squares checks. If
+        ``rows`` has an ``item`` column, also ``distinct``: the exact number of distinct items
+        in the scope, compared as strings, nulls and empty strings left out (what a sketch of
+        the items' strings counts).
 
     Examples
     --------
@@ -72,6 +75,7 @@ def reference_reports(
     for key, grp in rows.groupby("key", sort=True):
         times = grp["time"].to_numpy(np.int64)
         values = grp["value"].to_numpy(np.float64)
+        items = _item_strings(grp["item"]) if "item" in grp else None
         for k, (w, b) in enumerate(levels):
             for tc in _report_instants(times, origin, w, b):
                 lo, hi = _scope(tc, origin, w, b)
@@ -84,6 +88,8 @@ def reference_reports(
                        "min": float(v.min()), "max": float(v.max()),
                        "variance": float(v.var(ddof=1)) if len(v) > 1 else np.nan}
                 rec["stddev"] = float(np.sqrt(rec["variance"]))
+                if items is not None:
+                    rec["distinct"] = len({x for x in items[mask].tolist() if x})
                 rel = (t - tc) / 1e6
                 rec["points"] = (rel, v)
                 if len(np.unique(t)) > 1:
@@ -106,6 +112,11 @@ def reference_reports(
                     rec["decayed_sum"], rec["decayed_count"] = dsum, dcount
                 out.append(rec)
     return pd.DataFrame(out)
+
+
+def _item_strings(items: pd.Series) -> np.ndarray:
+    """Items as strings, null as the empty string (neither is counted as a distinct item)."""
+    return np.asarray([str(x) if pd.notna(x) else "" for x in items.tolist()], dtype=object)
 
 
 def reference_recurring(
