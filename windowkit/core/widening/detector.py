@@ -52,6 +52,13 @@ class Detector(ABC):
     #: them). None: every row is given.
     relevance: ClassVar[int | None] = None
 
+    @property
+    def required_bits(self) -> int:
+        """Bits of the relevance column that a window's rows must hold together (OR) for the
+        window to hold a match; windows missing one are not given to :meth:`detect_windows`.
+        0 (default): every window with a relevant row is given."""
+        return 0
+
     @abstractmethod
     def detect(self, window: np.ndarray) -> list[Match]:
         """Matches in one window: ``window`` has one int64 row per record, in time order."""

@@ -113,6 +113,11 @@ class EpisodeDetector(Detector):
         """Encoded columns: the step mask, then one hash per input column."""
         return 1 + len(self.columns)
 
+    @property
+    def required_bits(self) -> int:
+        """Every step's bit: a window lacking a row for some step holds no occurrence."""
+        return (1 << len(self._group)) - 1
+
     def _compile(self) -> None:
         ep = self.episode
         # encoded column of each field: 0 holds the step mask, 1 the call, 2 the return value

@@ -45,7 +45,7 @@ from windowkit.core.operator import KEY, TIME, StreamOperator
 from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
 from windowkit.core.widening.config import ReportMode, WideningConfig
 from windowkit.core.widening.detector import Detector, detector_path, resolve_detector
-from windowkit.core.widening.levels import group_table, stable_by_slot, truncate_groups
+from windowkit.core.widening.kernel import close_levels, merge_by_slot, number_rows, order_by_slot
 
 OUTPUT_SCHEMA = [
     (KEY, "string"),
@@ -214,14 +214,14 @@ class WindowWidening(StreamOperator):
 
     def _admit(self, slot: np.ndarray, time: np.ndarray, feat: np.ndarray) -> None:
         """Order rows by (slot, time, content), number them and store them."""
-        order = stable_by_slot(slot)
+        order = order_by_slot(slot, len(self._keys))
         slot, time, feat = slot[order], time[order], feat[order]
         tie = (slot[1:] == slot[:-1]) & (time[1:] == time[:-1])
         if tie.any():
             keys = [feat[:, j] for j in range(feat.shape[1] - 1, -1, -1)]
             order = np.lexsort((*keys, time, slot))
             slot, time, feat = slot[order], time[order], feat[order]
-        seq, ordinal = self._sequence(slot, time)
+        seq, ordinal = number_rows(slot, time, self._next_seq, self._last_time, self._ties)
         self._append(slot, seq, time, ordinal, feat)
 
     def _flush_ties(self, watermark: int | None) -> None:
@@ -300,29 +300,6 @@ class WindowWidening(StreamOperator):
         lookup[used] = [self._index[k] for k in uniques[used].tolist()]
         return lookup[codes]
 
-    def _sequence(self, slot: np.ndarray, time: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per-key arrival sequence numbers and ordinals among equal times (rows sorted by
-        slot, then time)."""
-        n = len(slot)
-        first = np.ones(n, dtype=bool)
-        first[1:] = slot[1:] != slot[:-1]
-        starts = np.flatnonzero(first)
-        run = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
-        seq = np.arange(n) - starts[run] + self._next_seq[slot]
-        new_time = np.ones(n, dtype=bool)
-        new_time[1:] = first[1:] | (time[1:] != time[:-1])
-        t_starts = np.flatnonzero(new_time)
-        t_run = np.repeat(np.arange(len(t_starts)), np.diff(np.append(t_starts, n)))
-        ordinal = np.arange(n) - t_starts[t_run]
-        carries = time == self._last_time[slot]  # ties with the key's rows of earlier batches
-        ordinal = ordinal + np.where(carries, self._ties[slot], 0)
-        last = np.append(starts[1:], n) - 1
-        ls = slot[last]
-        self._next_seq[ls] = seq[last] + 1
-        self._ties[ls] = ordinal[last] + 1
-        self._last_time[ls] = time[last]
-        return seq, ordinal
-
     def _append(self, slot, seq, time, ordinal, feat) -> None:
         st = self._store
         base = len(st["time"])
@@ -330,10 +307,8 @@ class WindowWidening(StreamOperator):
             st[name] = np.concatenate([st[name], arr])
         st["feat"] = np.concatenate([st["feat"], feat])
         refs = np.arange(base, base + len(time), dtype=np.int64)
-        old_refs, old_part = self._pending[0]
-        merged = np.concatenate([old_refs, refs])
-        order = stable_by_slot(st["slot"][merged])
-        self._pending[0] = (merged[order], np.zeros(len(merged), dtype=bool))
+        merged = merge_by_slot(st["slot"], self._pending[0][0], refs)
+        self._pending[0] = (merged, np.zeros(len(merged), dtype=bool))
         self.peak_rows_held = max(self.peak_rows_held, self.rows_held)
 
     # ------------------------------------------------------------------ windows
@@ -341,107 +316,32 @@ class WindowWidening(StreamOperator):
         if bound <= self._bound:
             return self.empty_output()
         self._bound = bound
-        found = []
-        carry = None
-        for k in range(self.config.levels):
-            if carry is not None and len(carry[0]):
-                refs = np.concatenate([self._pending[k][0], carry[0]])
-                flags = np.concatenate([self._pending[k][1], carry[1]])
-                order = stable_by_slot(self._store["slot"][refs])
-                self._pending[k] = (refs[order], flags[order])
-            carry = self._close_level(k, bound, found)
-        out = self._report(found)
+        cfg, st = self.config, self._store
+        column = self.detector.relevance
+        if column is None:
+            rel = np.ones(len(st["time"]), dtype=np.int64)
+        else:
+            rel = np.ascontiguousarray(st["feat"][:, column])
+        stats = np.array([self.windows_skipped, self.max_window_rows], dtype=np.int64)
+        pending, held, windows = close_levels(
+            st["slot"], st["time"], rel, self.detector.required_bits, _joined(self._pending),
+            _joined(self._held), bound, cfg.base, cfg.max_length, cfg.report == "first",
+            cfg.base_chunks, self.records_given, self.windows_run, stats)
+        self.windows_skipped, self.max_window_rows = int(stats[0]), int(stats[1])
+        self._pending = _split(*pending)
+        self._held = _split(*held)
+        out = self._report(self._detect(*windows))
         self._compact()
         self._prune_seen(bound)
         return out
 
-    def _close_level(self, k: int, bound: int, found: list) -> tuple[np.ndarray, np.ndarray]:
-        """Close level k's batches ending by ``bound``; run its closed windows (appending to
-        ``found``); return the closed batches, the next level's input."""
-        cfg, st = self.config, self._store
-        d = cfg.level_duration(k)
-        p_refs, p_part = self._pending[k]
-        h_refs, h_part = self._held[k]
-        if not len(p_refs) and not len(h_refs):
-            return p_refs, p_part
-        batch = np.floor_divide(st["time"][p_refs], d)
-        closing = (batch + 1) * d <= bound
-        c_refs, c_part = p_refs[closing], p_part[closing]
-        self._pending[k] = (p_refs[~closing], p_part[~closing])
-        if k >= 1 and len(c_refs):
-            keep, c_part = truncate_groups(st["slot"][c_refs], batch[closing], c_part,
-                                           cfg.max_length)
-            c_refs, c_part = c_refs[keep], c_part[keep]
-        refs = np.concatenate([h_refs, c_refs])
-        part = np.concatenate([h_part, c_part])
-        old = np.concatenate([np.ones(len(h_refs), bool), np.zeros(len(c_refs), bool)])
-        order = stable_by_slot(st["slot"][refs])
-        refs, part, old = refs[order], part[order], old[order]
-        slot = st["slot"][refs]
-        groups = group_table(slot, np.floor_divide(st["time"][refs], d))
-        g_old = old[groups.lo]
-        n_g = len(groups.lo)
-        same_next = np.zeros(n_g, dtype=bool)
-        same_next[:-1] = (groups.slot[1:] == groups.slot[:-1]) & (
-            groups.batch[1:] == groups.batch[:-1] + 1)
-        same_prev = np.zeros(n_g, dtype=bool)
-        same_prev[1:] = same_next[:-1]
-        trailing_due = (groups.batch + 2) * d <= bound
-        # windows (b, b+1) of two batches with rows, (b-1, b) and (b, b+1) of one
-        pair = np.flatnonzero(same_next)
-        lead = np.flatnonzero(~g_old & ~same_prev)
-        trail = np.flatnonzero(~same_next & trailing_due)
-        w_lo = np.concatenate([groups.lo[pair], groups.lo[lead], groups.lo[trail]])
-        w_hi = np.concatenate([groups.hi[pair + 1], groups.hi[lead], groups.hi[trail]])
-        w_b = np.concatenate([groups.batch[pair], groups.batch[lead] - 1, groups.batch[trail]])
-        last_of_slot = np.ones(n_g, dtype=bool)
-        last_of_slot[:-1] = groups.slot[1:] != groups.slot[:-1]
-        hold = np.flatnonzero(last_of_slot & ~trailing_due)
-        if len(hold):
-            rows = _expand(groups.lo[hold], groups.hi[hold])
-            self._held[k] = (refs[rows], part[rows])
-        else:
-            self._held[k] = (refs[:0], part[:0])
-        if len(w_lo):
-            self._run_windows(k, refs, part, slot, w_lo, w_hi, w_b * d, found)
-        return c_refs, c_part
-
-    def _run_windows(self, k, refs, part, slot, w_lo, w_hi, w_start, found) -> None:
-        cfg, st = self.config, self._store
-        d = cfg.level_duration(k)
-        times = st["time"][refs]
-        if k >= 1 and cfg.report == "first":
-            # a window with all its interval's rows, lying within one lower-level window, holds
-            # exactly that window's rows: it was run there and would find the same matches
-            part_cum = np.concatenate([[0], np.cumsum(part)])
-            complete = part_cum[w_hi] == part_cum[w_lo]
-            lower = d // 2
-            narrow = (np.floor_divide(times[w_hi - 1], lower)
-                      - np.floor_divide(times[w_lo], lower)) <= 1
-            run = ~(complete & narrow)
-            self.windows_skipped += int((~run).sum())
-            w_lo, w_hi, w_start = w_lo[run], w_hi[run], w_start[run]
+    def _detect(self, w_slot, w_level, w_start, w_piece, w_lo, w_hi, given) -> list:
+        """Run the detector on the windows ``given[w_lo[i]:w_hi[i]]``; the matches found, as
+        (slot, window end, level, window start, piece, times, ordinals)."""
+        found: list = []
         if not len(w_lo):
-            return
-        piece = np.zeros(len(w_lo), dtype=np.int64)
-        if k == 0 and cfg.base_chunks:
-            w_lo, w_hi, w_start, piece = _pieces(w_lo, w_hi, w_start, 2 * cfg.max_length)
-        sizes = w_hi - w_lo
-        self.records_given[k] += int(sizes.sum())
-        self.windows_run[k] += len(sizes)
-        self.max_window_rows = max(self.max_window_rows, int(sizes.max()))
-        given = refs
-        w_slot = slot[w_lo]
-        column = self.detector.relevance
-        if column is not None:
-            # the detector declares the other rows irrelevant: windows keep only its rows
-            keep = st["feat"][refs, column] != 0
-            before = np.concatenate([[0], np.cumsum(keep)])
-            w_lo, w_hi = before[w_lo], before[w_hi]
-            some = w_hi > w_lo
-            w_lo, w_hi, w_start = w_lo[some], w_hi[some], w_start[some]
-            piece, w_slot = piece[some], w_slot[some]
-            given = refs[keep]
+            return found
+        st = self._store
         index, matches = self.detector.detect_windows(st["feat"][given], w_lo, w_hi)
         for i, match in zip(index.tolist(), matches, strict=True):
             if not match:
@@ -453,8 +353,11 @@ class WindowWidening(StreamOperator):
                 raise ValueError(msg)
             rows = given[a + positions]
             start = int(w_start[i])
-            found.append((int(w_slot[i]), start + 2 * d, k, start, int(piece[i]),
-                          st["time"][rows].tolist(), st["ord"][rows].tolist()))
+            level = int(w_level[i])
+            found.append((int(w_slot[i]), start + 2 * self.config.level_duration(level), level,
+                          start, int(w_piece[i]), st["time"][rows].tolist(),
+                          st["ord"][rows].tolist()))
+        return found
 
     def _report(self, found: list) -> pd.DataFrame:
         if not found:
@@ -481,8 +384,10 @@ class WindowWidening(StreamOperator):
     def _compact(self) -> None:
         """Keep only the rows some level still needs, and renumber the references."""
         st = self._store
-        parts = [r for r, _ in self._pending] + [r for r, _ in self._held]
-        live = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+        mark = np.zeros(len(st["time"]), dtype=bool)
+        for refs, _ in (*self._pending, *self._held):
+            mark[refs] = True
+        live = np.flatnonzero(mark)
         if len(live) == len(st["time"]):
             return
         remap = np.full(len(st["time"]), -1, dtype=np.int64)
@@ -649,34 +554,17 @@ def _split_levels(refs: np.ndarray, part: np.ndarray, sizes: list, levels: int,
     return [(refs[a:b], part[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
-def _expand(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """The positions of ranges ``[lo[i], hi[i])``, concatenated.
-
-    Examples
-    --------
-    >>> _expand(np.array([0, 5]), np.array([2, 8])).tolist()
-    [0, 1, 5, 6, 7]
-    """
-    size = hi - lo
-    offset = np.repeat(lo - (np.cumsum(size) - size), size)
-    return np.arange(int(size.sum()), dtype=np.int64) + offset
+def _joined(lists: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, ...]:
+    """Per-level (refs, flags) lists as one (refs, flags, offsets) triple."""
+    sizes = [len(r) for r, _ in lists]
+    offsets = np.zeros(len(lists) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum(sizes)
+    refs = np.concatenate([r for r, _ in lists]).astype(np.int64, copy=False)
+    return refs, np.concatenate([f for _, f in lists]), offsets
 
 
-def _pieces(lo: np.ndarray, hi: np.ndarray, start: np.ndarray,
-            step: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Split ranges longer than ``2 * step`` into pieces of ``2 * step`` rows every ``step``.
-
-    Examples
-    --------
-    >>> lo, hi, s, p = _pieces(np.array([0, 10]), np.array([9, 12]), np.array([0, 5]), 2)
-    >>> lo.tolist(), hi.tolist(), p.tolist()
-    ([0, 2, 4, 6, 10], [4, 6, 8, 9, 12], [0, 1, 2, 3, 0])
-    """
-    size = hi - lo
-    count = np.where(size > 2 * step, -(-(size - 2 * step) // step) + 1, 1)
-    which = np.repeat(np.arange(len(lo)), count)
-    first = np.repeat(np.cumsum(count) - count, count)
-    piece = np.arange(len(which)) - first
-    new_lo = lo[which] + piece * step
-    new_hi = np.minimum(new_lo + 2 * step, hi[which])
-    return new_lo, new_hi, start[which], piece
+def _split(refs: np.ndarray, part: np.ndarray,
+           offsets: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The inverse of :func:`_joined`."""
+    bounds = offsets.tolist()
+    return [(refs[a:b], part[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
