@@ -167,10 +167,27 @@ class EpisodeDetector(Detector):
             raise ValueError(msg)
         out = np.zeros((len(rows), self.width), dtype=np.int64)
         for j, name in enumerate(self.columns):
-            if name in rows:
-                out[:, 1 + j] = hash_values(rows[name])
+            if name not in rows:
+                continue
+            column = rows[name]
+            if isinstance(column.dtype, pd.CategoricalDtype):
+                # hash each category once (and once per stream: chunks share categories)
+                _fill_column(out, 1 + j, column.cat.codes.to_numpy(),
+                             self._category_hashes(name, column.cat.categories))
+            else:
+                out[:, 1 + j] = hash_values(column)
         out[:, 0] = _step_masks(out, self._ptr, self._cols, self._kinds, self._vals)
         return out
+
+    def _category_hashes(self, name: str, categories: pd.Index) -> np.ndarray:
+        cache = self.__dict__.setdefault("_category_cache", {})
+        known = cache.get(name)
+        if known is not None and (known[0] is categories or (
+                known[0].dtype == categories.dtype and known[0].equals(categories))):
+            return known[1]
+        table = hash_values(pd.Series(np.asarray(categories, dtype=object)))
+        cache[name] = (categories, table)
+        return table
 
     def detect(self, window: np.ndarray) -> list[Match]:
         """Matches in one window of encoded rows (positions in written step order)."""
@@ -214,6 +231,13 @@ class EpisodeDetector(Detector):
 
     def __hash__(self) -> int:
         return hash(self.text)
+
+
+@numba.njit(cache=True)
+def _fill_column(out, j, codes, table):  # pragma: no cover - compiled
+    """``out[:, j]``: each code's hash, 0 for a null (code -1)."""
+    for i in range(len(codes)):
+        out[i, j] = table[codes[i]] if codes[i] >= 0 else 0
 
 
 @numba.njit(cache=True)

@@ -54,6 +54,43 @@ def number_rows(slot: np.ndarray, time: np.ndarray, next_seq: np.ndarray,
     return _number(slot, time, next_seq, last_time, ties)
 
 
+def append_rows(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n_slots: int,
+                store: dict, next_seq: np.ndarray, last_time: np.ndarray,
+                ties: np.ndarray) -> dict | None:
+    """The store with the rows of ``pieces`` (each ``(slot, time, feat)``, together sorted by
+    time) appended in (slot, time) order and numbered (see :func:`number_rows`), or None
+    (nothing changed) if a key has two of them at one time: those need ordering by content.
+
+    Examples
+    --------
+    >>> store = {"slot": np.zeros(0, np.int64), "seq": np.zeros(0, np.int64),
+    ...          "time": np.zeros(0, np.int64), "ord": np.zeros(0, np.int64),
+    ...          "feat": np.zeros((0, 1), np.int64)}
+    >>> nxt, last, ties = np.zeros(2, np.int64), np.full(2, -1, np.int64), np.zeros(2, np.int64)
+    >>> piece = (np.array([1, 0, 1]), np.array([3, 4, 5]), np.array([[7], [8], [9]]))
+    >>> new = append_rows([piece], 2, store, nxt, last, ties)
+    >>> new["slot"].tolist(), new["time"].tolist(), new["seq"].tolist(), nxt.tolist()
+    ([0, 1, 1], [4, 3, 5], [0, 0, 1], [1, 2])
+    >>> append_rows([(np.array([0, 0]), np.array([6, 6]), np.zeros((2, 1), np.int64))], 2,
+    ...             new, nxt, last, ties) is None
+    True
+    """
+    width = store["feat"].shape[1]
+    parts = [p for p in pieces if len(p[0])] or [pieces[0]]
+    if len(parts) == 1:
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, width), np.int64))
+        parts = [empty, parts[0]]
+    (a_slot, a_time, a_feat), (b_slot, b_time, b_feat) = parts
+    out = _append(np.ascontiguousarray(a_slot, np.int64), np.ascontiguousarray(a_time, np.int64),
+                  np.ascontiguousarray(a_feat, np.int64), np.ascontiguousarray(b_slot, np.int64),
+                  np.ascontiguousarray(b_time, np.int64), np.ascontiguousarray(b_feat, np.int64),
+                  n_slots, store["slot"], store["seq"], store["time"], store["ord"],
+                  np.ascontiguousarray(store["feat"]), next_seq, last_time, ties)
+    if not out[0]:
+        return None
+    return dict(zip(("slot", "seq", "time", "ord", "feat"), out[1:], strict=True))
+
+
 def close_levels(slot, time, rel, need, pending, held, bound, base, max_length, report_first,
                  base_chunks, records_given, windows_run, stats):
     """Close every level's batches ending by ``bound`` and list the windows to run.
@@ -163,6 +200,66 @@ def _number(slot, time, next_seq, last_time, ties):  # pragma: no cover - compil
 
 
 @numba.njit(cache=True)
+def _append(a_slot, a_time, a_feat, b_slot, b_time, b_feat, n_slots, st_slot, st_seq, st_time,
+            st_ord, st_feat, next_seq, last_time, ties):  # pragma: no cover - compiled
+    n_a = len(a_slot)
+    n = n_a + len(b_slot)
+    start = np.zeros(n_slots + 1, dtype=np.int64)
+    for i in range(n):
+        start[(a_slot[i] if i < n_a else b_slot[i - n_a]) + 1] += 1
+    for s in range(n_slots):
+        start[s + 1] += start[s]
+    order = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        s = a_slot[i] if i < n_a else b_slot[i - n_a]
+        order[start[s]] = i
+        start[s] += 1
+    for j in range(1, n):  # two rows of a key at one time: the caller orders them by content
+        i, h = order[j], order[j - 1]
+        s_i = a_slot[i] if i < n_a else b_slot[i - n_a]
+        s_h = a_slot[h] if h < n_a else b_slot[h - n_a]
+        t_i = a_time[i] if i < n_a else b_time[i - n_a]
+        t_h = a_time[h] if h < n_a else b_time[h - n_a]
+        if s_i == s_h and t_i == t_h:
+            e = np.zeros(0, np.int64)
+            return False, e, e, e, e, np.zeros((0, st_feat.shape[1]), np.int64)
+    m = len(st_slot)
+    slot = np.empty(m + n, np.int64)
+    seq = np.empty(m + n, np.int64)
+    time = np.empty(m + n, np.int64)
+    ordinal = np.empty(m + n, np.int64)
+    width = st_feat.shape[1]
+    feat = np.empty((m + n, width), np.int64)
+    slot[:m] = st_slot
+    seq[:m] = st_seq
+    time[:m] = st_time
+    ordinal[:m] = st_ord
+    feat[:m] = st_feat
+    for j in range(n):
+        i = order[j]
+        if i < n_a:
+            s, t = a_slot[i], a_time[i]
+            for c in range(width):
+                feat[m + j, c] = a_feat[i, c]
+        else:
+            s, t = b_slot[i - n_a], b_time[i - n_a]
+            for c in range(width):
+                feat[m + j, c] = b_feat[i - n_a, c]
+        slot[m + j] = s
+        time[m + j] = t
+        seq[m + j] = next_seq[s]
+        next_seq[s] += 1
+        if t == last_time[s]:  # ties with the key's rows of earlier batches
+            ordinal[m + j] = ties[s]
+            ties[s] += 1
+        else:
+            ordinal[m + j] = 0
+            ties[s] = 1
+            last_time[s] = t
+    return True, slot, seq, time, ordinal, feat
+
+
+@numba.njit(cache=True)
 def _grow(a, n):  # pragma: no cover - compiled
     if n <= len(a):
         return a
@@ -225,12 +322,14 @@ def _close(slot, time, rel, need, p_refs, p_part, p_off, h_refs, h_part, h_off, 
     # closes) is built while the table of the level below still holds this level's input
     t_r = np.empty((2, 64), np.int64)
     t_p = np.empty((2, 64), np.int64)
-    t_b = np.empty((2, 64), np.int64)
     rel_at = np.empty(64, np.int64)  # table positions of the relevant rows
-    part_before = np.empty(65, np.int64)
-    rel_before = np.empty(65, np.int64)
+    # the table's batches (groups): rows lo..hi, batch, any partial row, relevant rows
     g_lo = np.empty(64, np.int64)
     g_hi = np.empty(64, np.int64)
+    g_b = np.empty(64, np.int64)
+    g_part = np.empty(64, np.int64)
+    g_rlo = np.empty(64, np.int64)
+    g_rhi = np.empty(64, np.int64)
     step = 2 * length
     while True:
         s = _NO_SLOT
@@ -259,108 +358,89 @@ def _close(slot, time, rel, need, p_refs, p_part, p_off, h_refs, h_part, h_off, 
             if n_p + n_h + n_c == 0:
                 c_lo = c_hi = 0
                 continue
-            need_rows = n_h + n_p + n_c
-            if t_r.shape[1] < need_rows:
-                t_r, t_p, t_b = _grow_tables(t_r, t_p, t_b, need_rows)
+            n_max = n_h + n_p + n_c
+            if t_r.shape[1] < n_max:
+                t_r, t_p = _grow_tables(t_r, t_p, n_max)
+                rel_at = _grow(rel_at, n_max)
+                g_lo = _grow(g_lo, n_max)
+                g_hi = _grow(g_hi, n_max)
+                g_b = _grow(g_b, n_max)
+                g_part = _grow(g_part, n_max)
+                g_rlo = _grow(g_rlo, n_max)
+                g_rhi = _grow(g_rhi, n_max)
             if n_op + n_p + n_c > len(op_r):
                 op_r = _grow(op_r, n_op + n_p + n_c)
                 op_p = _grow(op_p, n_op + n_p + n_c)
                 op_l = _grow(op_l, n_op + n_p + n_c)
             tr = t_r[cur]
             tp = t_p[cur]
-            tb = t_b[cur]
-            for i in range(n_h):
-                r = h_refs[h_start + i]
-                tr[i] = r
-                tp[i] = h_part[h_start + i]
-                tb[i] = cell[r] >> k
-            # the input (pending rows, then the rows closed below): the rows whose batch
-            # ends by the bound close, the others stay pending
-            n_t = n_h
-            for i in range(n_p + n_c):
-                if i < n_p:
-                    r = p_refs[p_start + i]
-                    flag = p_part[p_start + i]
+            # the table: held rows, then the input rows (pending, then closed below) whose
+            # batch ends by the bound; the other input rows stay pending. Groups (batches)
+            # are closed as the next one starts, truncated then above level 0.
+            n_t = 0
+            n_g = 0
+            n_rel = 0
+            for i in range(n_h + n_p + n_c):
+                if i < n_h:
+                    r = h_refs[h_start + i]
+                    flag = h_part[h_start + i]
+                elif i < n_h + n_p:
+                    r = p_refs[p_start + i - n_h]
+                    flag = p_part[p_start + i - n_h]
                 else:
-                    r = t_r[prev, c_lo + i - n_p]
-                    flag = t_p[prev, c_lo + i - n_p]
+                    r = t_r[prev, c_lo + i - n_h - n_p]
+                    flag = t_p[prev, c_lo + i - n_h - n_p]
                 b = cell[r] >> k
-                if b + 1 <= last_cell:
-                    tr[n_t] = r
-                    tp[n_t] = flag
-                    tb[n_t] = b
-                    n_t += 1
-                else:
+                if i >= n_h and b + 1 > last_cell:
                     op_r[n_op] = r
                     op_p[n_op] = flag
                     op_l[n_op] = k
                     n_op += 1
-            if k >= 1 and n_t > n_h:
-                # Algorithm 2: a batch above 2L rows keeps its first and last L
-                j = n_h
-                i = n_h
-                while i < n_t:
-                    e = i
-                    any_part = 0
-                    while e < n_t and tb[e] == tb[i]:
-                        any_part |= tp[e]
-                        e += 1
-                    size = e - i
-                    flag = 1 if (size > step or any_part) else 0
-                    for t in range(i, e):
-                        rank = t - i
-                        if rank < length or rank >= size - length:
-                            tr[j] = tr[t]
-                            tb[j] = tb[t]
-                            tp[j] = flag
-                            j += 1
-                    i = e
-                n_t = j
-            c_lo, c_hi = n_h, n_t  # the next level's input
-            if len(rel_before) < n_t + 1:
-                rel_before = _grow(rel_before, n_t + 1)
-                part_before = _grow(part_before, n_t + 1)
-                rel_at = _grow(rel_at, n_t)
-                g_lo = _grow(g_lo, n_t)
-                g_hi = _grow(g_hi, n_t)
-            rel_before[0] = 0
-            part_before[0] = 0
-            n_rel = 0
-            n_g = 0
-            for i in range(n_t):
-                if rel[tr[i]] != 0:
-                    rel_at[n_rel] = i
-                    n_rel += 1
-                rel_before[i + 1] = n_rel
-                part_before[i + 1] = part_before[i] + tp[i]
-                if i == 0 or tb[i] != tb[i - 1]:
-                    g_lo[n_g] = i
+                    continue
+                if n_g == 0 or b != g_b[n_g - 1]:
+                    if n_g:
+                        n_t, n_rel = _end_group(tr, tp, rel, rel_at, n_t, n_rel, g_lo, g_hi,
+                                                g_part, g_rlo, g_rhi, n_g - 1, k, length)
+                    g_lo[n_g] = n_t
+                    g_b[n_g] = b
+                    g_part[n_g] = 0
+                    g_old = i < n_h
+                    g_rlo[n_g] = g_old  # whether the group is held (made by a previous call)
                     n_g += 1
-                g_hi[n_g - 1] = i + 1
+                tr[n_t] = r
+                tp[n_t] = flag
+                g_part[n_g - 1] |= flag
+                n_t += 1
+            if n_g == 0:
+                c_lo = c_hi = 0
+                continue
+            n_t, n_rel = _end_group(tr, tp, rel, rel_at, n_t, n_rel, g_lo, g_hi, g_part, g_rlo,
+                                    g_rhi, n_g - 1, k, length)
+            c_lo, c_hi = n_h, n_t  # the next level's input: the closed rows, as truncated
             table_at = -1  # where the table's relevant rows start in ``given``, once copied
             for g in range(n_g):
-                b = tb[g_lo[g]]
-                same_next = g + 1 < n_g and tb[g_lo[g + 1]] == b + 1
-                same_prev = g > 0 and tb[g_lo[g - 1]] == b - 1
+                b = g_b[g]
+                same_next = g + 1 < n_g and g_b[g + 1] == b + 1
+                same_prev = g > 0 and g_b[g - 1] == b - 1
                 due = b + 2 <= last_cell
                 # windows (b, b+1) of two batches with rows, (b-1, b) and (b, b+1) of one
                 for kind in range(3):
                     if kind == 0:
                         if not same_next:
                             continue
-                        lo, hi, start = g_lo[g], g_hi[g + 1], b
+                        lo, hi, start, last = g_lo[g], g_hi[g + 1], b, g + 1
                     elif kind == 1:
                         if g_lo[g] < n_h or same_prev:  # only a new batch has a leading window
                             continue
-                        lo, hi, start = g_lo[g], g_hi[g], b - 1
+                        lo, hi, start, last = g_lo[g], g_hi[g], b - 1, g
                     else:
                         if same_next or not due:
                             continue
-                        lo, hi, start = g_lo[g], g_hi[g], b
+                        lo, hi, start, last = g_lo[g], g_hi[g], b, g
                     if k >= 1 and report_first:
                         # a window with all its interval's rows, lying within one lower-level
                         # window, holds exactly that window's rows: it found the same matches
-                        complete = part_before[hi] == part_before[lo]
+                        complete = g_part[g] == 0 and g_part[last] == 0
                         narrow = (cell[tr[hi - 1]] >> (k - 1)) - (cell[tr[lo]] >> (k - 1)) <= 1
                         if complete and narrow:
                             stats[0] += 1
@@ -368,14 +448,22 @@ def _close(slot, time, rel, need, p_refs, p_part, p_off, h_refs, h_part, h_off, 
                     n_pieces = 1
                     if k == 0 and base_chunks and hi - lo > 2 * step:
                         n_pieces = -(-(hi - lo - 2 * step) // step) + 1
+                    ra = g_rlo[g]
                     for p in range(n_pieces):
                         a = lo + p * step
-                        z = hi if n_pieces == 1 else min(a + 2 * step, hi)
+                        z = hi
+                        rz = g_rhi[last]
+                        if n_pieces > 1:
+                            z = min(a + 2 * step, hi)
+                            while ra < rz and rel_at[ra] < a:
+                                ra += 1
+                            rz = ra
+                            while rz < g_rhi[last] and rel_at[rz] < z:
+                                rz += 1
                         records_given[k] += z - a
                         windows_run[k] += 1
                         if z - a > stats[1]:
                             stats[1] = z - a
-                        ra, rz = rel_before[a], rel_before[z]
                         if rz == ra:
                             continue
                         if need != 0:
@@ -405,7 +493,7 @@ def _close(slot, time, rel, need, p_refs, p_part, p_off, h_refs, h_part, h_off, 
                         w_hi[n_w] = table_at + rz
                         n_w += 1
             # the key's last batch waits for its successor unless its trailing window ran
-            if n_g and not tb[g_lo[n_g - 1]] + 2 <= last_cell:
+            if not g_b[n_g - 1] + 2 <= last_cell:
                 a, z = g_lo[n_g - 1], g_hi[n_g - 1]
                 if n_oh + z - a > len(oh_r):
                     oh_r = _grow(oh_r, n_oh + z - a)
@@ -423,12 +511,39 @@ def _close(slot, time, rel, need, p_refs, p_part, p_off, h_refs, h_part, h_off, 
 
 
 @numba.njit(cache=True)
-def _grow_tables(t_r, t_p, t_b, n):  # pragma: no cover - compiled
+def _end_group(tr, tp, rel, rel_at, n_t, n_rel, g_lo, g_hi, g_part, g_rlo, g_rhi, g, k,
+               length):  # pragma: no cover - compiled
+    """Close group ``g`` (rows ``g_lo[g]..n_t`` of the table): above level 0 a new batch of
+    over 2L rows keeps its first and last L (Algorithm 2), and a batch missing rows flags all
+    its rows. Lists its relevant rows; returns the table's and the relevant rows' new ends."""
+    lo = g_lo[g]
+    held = g_rlo[g] == 1
+    if k >= 1 and not held:
+        size = n_t - lo
+        if size > 2 * length:
+            for i in range(length):
+                tr[lo + length + i] = tr[n_t - length + i]
+            n_t = lo + 2 * length
+            g_part[g] = 1
+        if g_part[g]:
+            for i in range(lo, n_t):
+                tp[i] = 1
+    g_hi[g] = n_t
+    g_rlo[g] = n_rel
+    for i in range(lo, n_t):
+        if rel[tr[i]] != 0:
+            rel_at[n_rel] = i
+            n_rel += 1
+    g_rhi[g] = n_rel
+    return n_t, n_rel
+
+
+@numba.njit(cache=True)
+def _grow_tables(t_r, t_p, n):  # pragma: no cover - compiled
     """Grow the two-row scratch tables to at least ``n`` columns, keeping their content."""
     size = max(n, 2 * t_r.shape[1])
-    out = []
-    for t in (t_r, t_p, t_b):
-        new = np.empty((2, size), np.int64)
-        new[:, : t.shape[1]] = t
-        out.append(new)
-    return out[0], out[1], out[2]
+    new_r = np.empty((2, size), np.int64)
+    new_p = np.empty((2, size), np.int64)
+    new_r[:, : t_r.shape[1]] = t_r
+    new_p[:, : t_p.shape[1]] = t_p
+    return new_r, new_p

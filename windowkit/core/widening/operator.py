@@ -45,7 +45,13 @@ from windowkit.core.operator import KEY, TIME, StreamOperator
 from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
 from windowkit.core.widening.config import ReportMode, WideningConfig
 from windowkit.core.widening.detector import Detector, detector_path, resolve_detector
-from windowkit.core.widening.kernel import close_levels, merge_by_slot, number_rows, order_by_slot
+from windowkit.core.widening.kernel import (
+    append_rows,
+    close_levels,
+    merge_by_slot,
+    number_rows,
+    order_by_slot,
+)
 
 OUTPUT_SCHEMA = [
     (KEY, "string"),
@@ -200,34 +206,49 @@ class WindowWidening(StreamOperator):
                    f"({len(batch)}, {self.detector.width})")
             raise ValueError(msg)
         tb_slot, tb_time, tb_feat = self._ties_held
-        slot = np.concatenate([tb_slot, slot])
-        time = np.concatenate([tb_time, time])
-        feat = np.concatenate([tb_feat, feat])
-        top = int(time.max())
         # rows at the latest time wait: more rows at that time may come, and rows of a key at
-        # one time are ordered by content once all are in (arrival order must not matter)
-        ready = time < top
-        self._ties_held = (slot[~ready], time[~ready], feat[~ready])
-        if ready.any():
-            self._admit(slot[ready], time[ready], feat[ready])
+        # one time are ordered by content once all are in (arrival order must not matter).
+        # The waiting rows are at the previous latest time, no later than this batch's rows.
+        top = int(time[-1])
+        ready = int(np.searchsorted(time, top, side="left"))
+        if len(tb_time) and int(tb_time[0]) == top:
+            self._ties_held = (np.concatenate([tb_slot, slot]), np.concatenate([tb_time, time]),
+                               np.concatenate([tb_feat, feat]))
+            pieces = []
+        else:
+            self._ties_held = (slot[ready:].copy(), time[ready:].copy(), feat[ready:].copy())
+            pieces = [(tb_slot, tb_time, tb_feat), (slot[:ready], time[:ready], feat[:ready])]
+        if sum(len(p[0]) for p in pieces):
+            self._admit(pieces)
         return self._close(top)
 
-    def _admit(self, slot: np.ndarray, time: np.ndarray, feat: np.ndarray) -> None:
-        """Order rows by (slot, time, content), number them and store them."""
-        order = order_by_slot(slot, len(self._keys))
-        slot, time, feat = slot[order], time[order], feat[order]
-        tie = (slot[1:] == slot[:-1]) & (time[1:] == time[:-1])
-        if tie.any():
+    def _admit(self, pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
+        """Order rows (pieces of ``(slot, time, feat)``, together sorted by time) by (slot,
+        time, content), number them and store them."""
+        st = self._store
+        base = len(st["time"])
+        store = append_rows(pieces, len(self._keys), st, self._next_seq, self._last_time,
+                            self._ties)
+        if store is None:  # a key has rows at one time: order them by content
+            slot, time, feat = (np.concatenate([p[i] for p in pieces]) for i in range(3))
+            order = order_by_slot(slot, len(self._keys))
+            slot, time, feat = slot[order], time[order], feat[order]
             keys = [feat[:, j] for j in range(feat.shape[1] - 1, -1, -1)]
             order = np.lexsort((*keys, time, slot))
             slot, time, feat = slot[order], time[order], feat[order]
-        seq, ordinal = number_rows(slot, time, self._next_seq, self._last_time, self._ties)
-        self._append(slot, seq, time, ordinal, feat)
+            seq, ordinal = number_rows(slot, time, self._next_seq, self._last_time, self._ties)
+            store = {"slot": slot, "seq": seq, "time": time, "ord": ordinal, "feat": feat}
+            store = {name: np.concatenate([st[name], arr]) for name, arr in store.items()}
+        self._store = store
+        refs = np.arange(base, len(store["time"]), dtype=np.int64)
+        merged = merge_by_slot(store["slot"], self._pending[0][0], refs)
+        self._pending[0] = (merged, np.zeros(len(merged), dtype=bool))
+        self.peak_rows_held = max(self.peak_rows_held, self.rows_held)
 
     def _flush_ties(self, watermark: int | None) -> None:
         tb_slot, tb_time, tb_feat = self._ties_held
         if len(tb_time) and (watermark is None or int(tb_time[0]) <= watermark):
-            self._admit(tb_slot, tb_time, tb_feat)
+            self._admit([self._ties_held])
             self._ties_held = (tb_slot[:0], tb_time[:0], tb_feat[:0])
 
     def advance(self, watermark: int) -> pd.DataFrame:
@@ -286,7 +307,7 @@ class WindowWidening(StreamOperator):
         if (codes < 0).any():
             msg = "`key` must not be null"
             raise ValueError(msg)
-        used = np.unique(codes)
+        used = np.flatnonzero(np.bincount(codes, minlength=len(uniques)))
         new = [u for u in uniques[used].tolist() if u not in self._index]
         if new:
             for k in new:
@@ -299,17 +320,6 @@ class WindowWidening(StreamOperator):
         lookup = np.full(len(uniques), -1, dtype=np.int64)
         lookup[used] = [self._index[k] for k in uniques[used].tolist()]
         return lookup[codes]
-
-    def _append(self, slot, seq, time, ordinal, feat) -> None:
-        st = self._store
-        base = len(st["time"])
-        for name, arr in (("slot", slot), ("seq", seq), ("time", time), ("ord", ordinal)):
-            st[name] = np.concatenate([st[name], arr])
-        st["feat"] = np.concatenate([st["feat"], feat])
-        refs = np.arange(base, base + len(time), dtype=np.int64)
-        merged = merge_by_slot(st["slot"], self._pending[0][0], refs)
-        self._pending[0] = (merged, np.zeros(len(merged), dtype=bool))
-        self.peak_rows_held = max(self.peak_rows_held, self.rows_held)
 
     # ------------------------------------------------------------------ windows
     def _close(self, bound: int) -> pd.DataFrame:
