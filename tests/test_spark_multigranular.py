@@ -1,16 +1,20 @@
-"""Multi-granular windows on Spark (issue #13): batch and streaming equal the core operator."""
+"""Multi-granular windows on Spark (issue #13): batch and streaming equal the core operator,
+distinct counts agree between batch and streaming, and a restarted query loses nothing."""
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from windowkit.core.multigranular import MultiGranularAggregator, RecurringItems
+from windowkit.core.multigranular.distinct import relative_error
 from windowkit.datasets.connections import connection_records
+from windowkit.reference.multigranular import reference_reports
 from windowkit.testing.streams import shuffled_within
 
 pytestmark = pytest.mark.spark
@@ -29,13 +33,27 @@ def records(seconds: float = 30, rate: float = 20, seed: int = 0) -> pd.DataFram
 
 def core_reports(df: pd.DataFrame, **kwargs) -> pd.DataFrame:
     op = MultiGranularAggregator(levels=LEVELS, **kwargs)
-    rows = pd.DataFrame({"key": df["source"], "time": df["time"], "value": df["duration"]})
+    rows = pd.DataFrame({"key": df["source"], "time": df["time"], "value": df["duration"],
+                         "item": df["destination"].astype(str)})
     return pd.concat([op.process(rows), op.finish()], ignore_index=True)
 
 
 def spark_frame(spark, df: pd.DataFrame):
     pdf = df.assign(t=pd.to_datetime(df["time"], unit="us", utc=True))
-    return spark.createDataFrame(pdf[["source", "t", "duration", "protocol"]])
+    return spark.createDataFrame(pdf[["source", "t", "duration", "protocol", "destination"]])
+
+
+def write_files(df: pd.DataFrame, folder, n_files: int, first: int = 0) -> None:
+    """Write rows as parquet files named (and timed: the file source's order) part000..."""
+    os.makedirs(folder, exist_ok=True)
+    for i, part in enumerate(np.array_split(df, n_files), start=first):
+        # Spark wants microseconds; pyarrow would write nanoseconds
+        pdf = part.assign(t=pd.to_datetime(part["time"], unit="us", utc=True).astype(
+            "datetime64[us, UTC]"))
+        path = os.path.join(folder, f"part{i:03d}.parquet")
+        pdf[["source", "t", "duration", "protocol", "destination"]].to_parquet(path,
+                                                                             index=False)
+        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
 
 
 def to_core_units(out: pd.DataFrame) -> pd.DataFrame:
@@ -62,8 +80,8 @@ def test_batch_equals_core_with_bad_rows_set_aside(spark):
     weights = [1.0, 0.5, 0.25]
     sdf = spark_frame(spark, df)
     when = dt.datetime(2023, 11, 14, 22, 13, 21, tzinfo=dt.timezone.utc)
-    bad = spark.createDataFrame([("9", None, 1.0, "x"), (None, when, 1.0, "x"),
-                                 ("9", when, float("nan"), "x")], sdf.schema)
+    bad = spark.createDataFrame([("9", None, 1.0, "x", 1), (None, when, 1.0, "x", 1),
+                                 ("9", when, float("nan"), "x", 1)], sdf.schema)
     out = multi_granular(sdf.unionByName(bad), "t", WINDOW, by="source", value="duration",
                          aggregates=AGGS, regression=True, weights=weights)
     reports, rejected = split_reports(out)
@@ -96,7 +114,7 @@ def test_recurring_items_batch_equals_core(spark):
 
 
 def test_streaming_with_disorder_equals_core(spark, tmp_path):
-    from windowkit.spark import multi_granular
+    from windowkit.spark import multi_granular, split_reports
 
     df = records(seconds=24, seed=2)
     delay_us = 3_000_000
@@ -106,17 +124,16 @@ def test_streaming_with_disorder_equals_core(spark, tmp_path):
     sdf = spark_frame(spark, df)
     stream = spark.readStream.schema(sdf.schema).option("maxFilesPerTrigger", 1).parquet(
         str(source))
-    out = multi_granular(stream, "t", WINDOW, by="source", value="duration",
-                         aggregates=["count", "sum", "min", "max"], late="3 seconds")
+    # precision 6 (64 registers): the wider scopes' sketches leave their exact list mode, so
+    # batch == stream below compares true HLL estimates
+    params = {"by": "source", "value": "duration", "aggregates": ["count", "sum", "min", "max"],
+              "distinct": "destination", "distinct_precision": 6}
+    out = multi_granular(stream, "t", WINDOW, late="3 seconds", **params)
     query = (out.writeStream.format("memory").queryName("mg_stream").outputMode("append")
              .option("checkpointLocation", str(tmp_path / "ck")).start())
     try:
         for i, part in enumerate(np.array_split(arrived, 4)):
-            # Spark wants microseconds; pyarrow would write nanoseconds
-            pdf = part.assign(t=pd.to_datetime(part["time"], unit="us", utc=True).astype(
-                "datetime64[us, UTC]"))
-            pdf[["source", "t", "duration", "protocol"]].to_parquet(
-                os.path.join(source, f"part{i}.parquet"), index=False)
+            write_files(part, source, 1, first=i)
             query.processAllAvailable()
         query.processAllAvailable()
         result = spark.sql("select * from mg_stream").toPandas()
@@ -125,8 +142,105 @@ def test_streaming_with_disorder_equals_core(spark, tmp_path):
     got = result[result["rejected"].isna()]
     assert (result["rejected"].dropna() == "late").all()
     got = to_core_units(got.drop(columns=["rejected", "detail"]))
-    want = core_reports(df, aggregates=["count", "sum", "min", "max"])
+    want = core_reports(df, aggregates=["count", "sum", "min", "max"], distinct=True,
+                        distinct_precision=6)
     # settled reports: those whose instant the final watermark has passed
     watermark = int(df["time"].max()) // 1000 * 1000 - delay_us
-    want = want[want["window_end"] - 1 <= watermark]
-    assert_equal_reports(got, want, ["count", "sum", "min", "max"])
+    want = want[want["window_end"] - 1 <= watermark].rename(
+        columns={"distinct": "distinct_destination"})
+    assert_equal_reports(got, want, ["count", "sum", "min", "max", "distinct_destination"])
+    # the batch job sketches granules in the JVM, the stream in Python: the same estimates
+    batch = to_core_units(split_reports(multi_granular(sdf, "t", WINDOW, **params))[0]
+                          .toPandas())
+    batch = batch.merge(got[BOUNDS], on=BOUNDS)
+    assert_equal_reports(batch, got, ["count", "distinct_destination"])
+    exact = reference_reports(df.rename(columns={"source": "key", "destination": "item"})
+                              .assign(value=1.0), LEVELS)
+    exact = exact.merge(got[BOUNDS], on=BOUNDS).sort_values(BOUNDS)
+    estimates = got.sort_values(BOUNDS)["distinct_destination"].to_numpy()
+    assert (estimates != exact["distinct"].to_numpy()).any()  # HLL mode was reached
+
+
+def test_batch_distinct_counts_are_exact_when_small_and_within_four_errors(spark):
+    from windowkit.spark import multi_granular, split_reports
+
+    rng = np.random.default_rng(7)
+    n = 30_000
+    # source "scan" touches a fresh destination almost every row, "web" a few dozen
+    source = np.where(rng.random(n) < 0.7, "scan", "web")
+    df = pd.DataFrame({"time": np.sort(rng.integers(0, 40_000_000, n)) + 1_700_000_000_000_000,
+                       "source": source, "duration": 1.0, "protocol": "tcp",
+                       "destination": np.where(source == "scan", rng.integers(0, 10**9, n),
+                                               rng.integers(0, 30, n))})
+    out, _ = split_reports(multi_granular(spark_frame(spark, df), "t", WINDOW, by="source",
+                                          aggregates=["count"], distinct="destination"))
+    got = to_core_units(out.toPandas()).sort_values(BOUNDS).reset_index(drop=True)
+    exact = reference_reports(df.rename(columns={"source": "key", "destination": "item"})
+                              .assign(value=1.0), LEVELS).sort_values(BOUNDS)
+    assert got[BOUNDS].values.tolist() == exact[BOUNDS].values.tolist()
+    estimate = got["distinct_destination"].to_numpy(float)
+    truth = exact["distinct"].to_numpy(float)
+    small = truth <= 100  # DataSketches' list/set modes: the items' hashes, no estimate
+    assert small.any() and (~small).any() and truth.max() > 10_000
+    assert (estimate[small] == truth[small]).all()
+    assert (np.abs(estimate - truth) <= 4 * relative_error(12) * truth).all()
+    want = core_reports(df, aggregates=["count"], distinct=True)
+    assert_equal_reports(got.rename(columns={"distinct_destination": "distinct"}), want,
+                         ["count", "distinct"])
+
+
+def run_files(spark, source, sink, checkpoint) -> None:
+    """One run of a file-source query over what ``source`` holds now, to ``sink``."""
+    from windowkit.spark import multi_granular
+
+    schema = spark.read.parquet(str(source)).schema
+    # two files per micro-batch: the runs below are then one, one and two micro-batches
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 2).parquet(
+        str(source))
+    out = multi_granular(stream, "t", WINDOW, by="source", value="duration",
+                         aggregates=["count", "sum", "max"], distinct="destination",
+                         late="3 seconds")
+    query = (out.writeStream.format("parquet").option("path", str(sink))
+             .option("checkpointLocation", str(checkpoint)).outputMode("append")
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+
+
+def test_a_query_restarted_on_its_checkpoint_gives_the_rows_of_one_that_ran_through(
+        spark, tmp_path):
+    df = records(seconds=24, seed=4)
+    arrived = shuffled_within(df, 3_000_000, seed=5)
+    write_files(arrived, tmp_path / "all", 4)
+    files = sorted(os.listdir(tmp_path / "all"))
+    os.makedirs(tmp_path / "in")
+    for name in files[:2]:  # the first run sees only part of the input, then stops
+        shutil.copy2(tmp_path / "all" / name, tmp_path / "in" / name)
+    run_files(spark, tmp_path / "in", tmp_path / "out", tmp_path / "ck")
+    first = len(spark.read.parquet(str(tmp_path / "out")).toPandas())
+    for name in files[2:]:  # more files arrive; the query restarts from its checkpoint
+        shutil.copy2(tmp_path / "all" / name, tmp_path / "in" / name)
+    run_files(spark, tmp_path / "in", tmp_path / "out", tmp_path / "ck")
+    restarted = spark.read.parquet(str(tmp_path / "out")).toPandas()
+    run_files(spark, tmp_path / "all", tmp_path / "out2", tmp_path / "ck2")
+    straight = spark.read.parquet(str(tmp_path / "out2")).toPandas()
+    assert 0 < first < len(restarted)
+    columns = [*BOUNDS, "count", "sum", "max", "distinct_destination", "rejected"]
+    restarted = to_core_units(restarted)[columns].sort_values(BOUNDS).reset_index(drop=True)
+    straight = to_core_units(straight)[columns].sort_values(BOUNDS).reset_index(drop=True)
+    pd.testing.assert_frame_equal(restarted, straight)
+    # and they are the core's reports (all settled ones up to the last file's watermark)
+    want = core_reports(df, aggregates=["count", "sum", "max"], distinct=True).rename(
+        columns={"distinct": "distinct_destination"})
+    got = straight[straight["rejected"].isna()]
+    assert (straight["rejected"].dropna() == "late").all()
+    want = want.merge(got[BOUNDS], on=BOUNDS)
+    assert_equal_reports(got, want, ["count", "sum", "max", "distinct_destination"])
+    # the watermark in force in the last micro-batch: the first two files' latest time less
+    # the delay; every report at or before it must be out
+    before_last = np.array_split(arrived, 4)[:2]
+    watermark = int(pd.concat(before_last)["time"].max()) // 1000 * 1000 - 3_000_000
+    due = core_reports(df)
+    due = due[due["window_end"] - 1 <= watermark]
+    assert len(due) > 20
+    assert set(map(tuple, due[BOUNDS].values.tolist())) <= set(
+        map(tuple, got[BOUNDS].values.tolist()))
