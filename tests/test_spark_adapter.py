@@ -122,3 +122,35 @@ def test_rows_at_the_start_of_1970_are_settled_once_the_watermark_moves(spark, t
     keys, path = [f"k{i}" for i in range(40)], str(tmp_path / "in")
     _one_frame_per_key(spark, path, keys, base=0)
     assert sorted(_final_shards_on_a_stream(spark, path, tmp_path, shards=3)) == sorted(keys)
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Asia/Kolkata"])
+def test_a_rows_json_from_arrow_is_what_spark_to_json_writes(spark, zone):
+    """Late rows are written as JSON in Python from the Arrow columns that reach the stateful
+    step; they must read exactly like a malformed row's ``detail`` (Spark's ``to_json``)."""
+    import pyarrow as pa
+
+    from windowkit.spark.adapter import spark_json
+
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", zone)
+    try:
+        df = spark.sql("""
+            SELECT 'a"b\\\\ é' AS s, timestamp'2024-07-02 03:04:05.123456' AS ts,
+                   timestamp'1969-12-31 23:59:59' AS old,
+                   timestamp_ntz'2024-01-02 03:04:05.5' AS ntz,
+                   date'2024-01-02' AS d, double('NaN') AS nan, double('inf') AS inf,
+                   double('-inf') AS ninf, 1.5d AS x, true AS b, CAST(NULL AS INT) AS n,
+                   array(1, 2) AS arr, named_struct('u', 1, 'v', CAST(NULL AS STRING)) AS st,
+                   3L AS l, X'0102' AS bin, -0.25d AS neg""")
+        expected = df.select(F.to_json(F.struct(*df.columns))).first()[0]
+
+        def to_json_in_python(batches):
+            for batch in batches:
+                yield pa.RecordBatch.from_pydict(
+                    {"j": [spark_json(r) for r in batch.to_pylist()]})
+
+        got = df.mapInArrow(to_json_in_python, "j string").first()[0]
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+    assert got == expected

@@ -28,8 +28,12 @@ with ``rejected = "late"``; ``detail`` holds the row as JSON. Normal output rows
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
+import decimal
 import functools
 import json
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -64,6 +68,8 @@ FLAGGED_CODE = (1 << FOLD_BITS) - 1
 FLAG_SEPARATOR = "\x00"
 #: Columns whose names start with this are windowkit's own, never part of a rejected row's JSON.
 INTERNAL_PREFIX = "wk_"
+#: A stream's own columns travel to the stateful step under these names, for late rows' JSON.
+ORIGINAL_PREFIX = "wk_original_"
 PACKED_SCHEMA = T.StructType([T.StructField(SHARD, T.IntegerType(), True),
                               T.StructField(PAYLOAD, T.BinaryType(), True)])
 
@@ -217,6 +223,10 @@ def run_operator(
     # A flagged row's key column holds more than its key: it is routed by the key alone,
     # through a column that leaves before the rows reach Python.
     route_by = ROUTE if job.flagged is not None and route == KEY else route
+    # Lateness is known only in the stateful step, so a streaming row's own columns travel
+    # there, in Arrow beside the shipped ones: JSON for every row would cost the JVM four
+    # times as much, and only the rare late rows are turned into JSON.
+    own = _own_columns(df) if df.isStreaming else {}
     prepared = df.select(
         *([shard.cast("int").alias(SHARD)] if explicit_shard else []),
         *([key_col.cast("string").alias(ROUTE)] if route_by == ROUTE else []),
@@ -224,6 +234,7 @@ def run_operator(
         F.when(~malformed, shipped_time).alias(TIME),
         *[job.inputs[name].alias(name) for name in job.shipped()],
         *([F.timestamp_micros(micros).alias(EVENT_TIME)] if df.isStreaming else []),
+        *[column.alias(f"{ORIGINAL_PREFIX}{i}") for i, column in enumerate(own.values())],
     )
     schema = job.spark_schema()
     if df.isStreaming:
@@ -244,7 +255,8 @@ def run_operator(
         out = packed.groupBy(SHARD).transformWithStateInPandas(
             statefulProcessor=_RunnerProcessor(job.factory, list(job.inputs), job.shipped(),
                                                job.folded, _own_watermark_delay(df, late),
-                                               group_ids, job.flagged is not None),
+                                               group_ids, job.flagged is not None,
+                                               list(own)),
             outputStructType=schema,
             outputMode="Append",
             timeMode="EventTime",
@@ -461,15 +473,80 @@ def _to_arrow(
     return pa.RecordBatch.from_pandas(frame, schema=arrow_schema, preserve_index=False)
 
 
-def _late_frame(late: pd.DataFrame, inputs: list[str]) -> pd.DataFrame:
-    records = late[[KEY, TIME, *inputs]].to_dict(orient="records")
-    details = [json.dumps(r, default=_json_default) for r in records]
+def _own_columns(df: DataFrame) -> dict[str, Column]:
+    """The user's columns of ``df`` (not windowkit's own), in a form Arrow carries."""
+    own = {}
+    for field in df.schema.fields:
+        if field.name.startswith(INTERNAL_PREFIX):
+            continue
+        column = F.col(f"`{field.name}`")
+        if isinstance(field.dataType, _NOT_IN_ARROW):
+            column = column.cast("string")
+        own[field.name] = column
+    return own
+
+
+_NOT_IN_ARROW = tuple(getattr(T, name) for name in ("CalendarIntervalType", "VariantType",
+                                                      "ObjectType") if hasattr(T, name))
+
+
+def _late_frame(late: pd.DataFrame, originals: pa.Table | None,
+                names: list[str]) -> pd.DataFrame:
+    """Late rows as rejected rows; ``detail`` is the user's row as JSON, as Spark's
+    ``to_json`` writes it for a malformed row."""
+    positions = pa.array(late.index.to_numpy(dtype=np.int64))
+    records = originals.take(positions).to_pylist() if originals is not None else []
+    details = [spark_json({name: record[f"{ORIGINAL_PREFIX}{i}"]
+                           for i, name in enumerate(names)}) for record in records]
     return pd.DataFrame({REJECTED: "late", DETAIL_OUT: details})
 
 
-def _json_default(value: object) -> object:
-    if isinstance(value, np.generic):
-        return value.item()
+def spark_json(row: dict) -> str:
+    """``row`` as Spark's ``to_json(struct(...))`` writes it: null fields left out,
+    timestamps with milliseconds and the zone's offset, dates as ``yyyy-MM-dd``, NaN and
+    infinities as strings, binary as base64.
+
+    Examples
+    --------
+    >>> import datetime as dt
+    >>> spark_json({"k": "a", "t": dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc),
+    ...             "v": float("nan"), "n": None})
+    '{"k":"a","t":"2024-01-02T03:04:05.000Z","v":"NaN"}'
+    """
+    return json.dumps(_json_value(row), separators=(",", ":"), ensure_ascii=False)
+
+
+def _json_value(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [_json_value(v) for v in value]
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return value
+    if isinstance(value, dt.datetime):
+        text = f"{value:%Y-%m-%dT%H:%M:%S}.{value.microsecond // 1000:03d}"
+        offset = value.utcoffset()
+        if offset is None:
+            return text
+        if not offset:
+            return text + "Z"
+        minutes = int(offset.total_seconds()) // 60
+        sign = "+" if minutes >= 0 else "-"
+        return f"{text}{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, decimal.Decimal):
+        # a number where a double holds it exactly, its digits as a string where it does not
+        number = float(value)
+        return number if decimal.Decimal(number) == value else str(value)
+    if isinstance(value, str | bool | int) or value is None:
+        return value
     return str(value)
 
 
@@ -497,9 +574,11 @@ class _RunnerProcessor(StatefulProcessor):
     def __init__(
         self, factory: Callable[[], StreamOperator], inputs: list[str], shipped: list[str],
         folded: str | None, delay_us: int | None, group_ids: list[int],
-        has_flags: bool = False,
+        has_flags: bool = False, originals: list[str] | None = None,
     ) -> None:
         self.factory = factory
+        self.originals = originals or []
+        self.original_columns = [f"{ORIGINAL_PREFIX}{i}" for i in range(len(self.originals))]
         self.has_flags = has_flags
         self.inputs = inputs
         self.shipped = shipped
@@ -542,8 +621,10 @@ class _RunnerProcessor(StatefulProcessor):
 
     def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> Iterator:
         runner = self._load()
-        good, rejected = _take_rejected(_unpack_rows(rows), self.shipped, self.has_flags)
-        good = _arrow_to_frame(good, self.folded)
+        good, rejected = _take_rejected(_unpack_rows(rows),
+                                        self.shipped + self.original_columns, self.has_flags)
+        originals = good.select(self.original_columns) if self.original_columns else None
+        good = _arrow_to_frame(good.select([KEY, TIME, *self.shipped]), self.folded)
         # Spark's rule: a row is late if the watermark in force when its micro-batch starts
         # has passed it, so apply this batch's watermark before admitting the rows.
         settled = runner.advance(_watermark_us(timerValues))
@@ -552,7 +633,8 @@ class _RunnerProcessor(StatefulProcessor):
         output = pd.concat([o for o in (settled, output, ahead) if len(o)] or [output],
                            ignore_index=True)
         if len(late):
-            rejected = pd.concat([rejected, _late_frame(late, self.inputs)], ignore_index=True)
+            rejected = pd.concat([rejected, _late_frame(late, originals, self.originals)],
+                                 ignore_index=True)
         self._save(runner)
         yield _to_spark_frame(output, rejected, runner.operator.output_schema,
                                self.shard_of[int(key[0])])
