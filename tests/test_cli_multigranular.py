@@ -1,4 +1,5 @@
-"""``windowkit multigranular`` writes what ``multi_granular`` gives, and its recurring items."""
+"""``windowkit multigranular`` writes what ``multi_granular`` gives: reports with distinct
+counts, recurring items, rejected rows."""
 
 from __future__ import annotations
 
@@ -23,19 +24,28 @@ def test_cli_reports_equal_the_api_and_set_bad_rows_aside(spark, tmp_path):
     out = tmp_path / "out"
     assert main(["multigranular", "--input", str(tmp_path / "flows.csv"), "--time", "ts",
                  "--by", "src", "--value", "bytes", "--window", WINDOW,
-                 "--aggregates", "count,sum,max", "--recurring", "dst",
+                 "--aggregates", "count,sum,max", "--recurring", "dst", "--distinct", "dst",
                  "--output", str(out)]) == 0
     got = pd.read_parquet(out / "reports")
     df = spark.read.option("header", "true").option("inferSchema", "true").csv(
         str(tmp_path / "flows.csv"))
     want, _ = split_reports(multi_granular(df, "ts", WINDOW, by="src", value="bytes",
-                                           aggregates=["count", "sum", "max"]))
+                                           aggregates=["count", "sum", "max"], distinct="dst"))
     want = want.toPandas()
     key = ["src", "level", "window_end"]
-    columns = [*key, "count", "sum", "max"]
+    columns = [*key, "count", "sum", "max", "distinct_dst"]
     pd.testing.assert_frame_equal(
         got[columns].sort_values(key).reset_index(drop=True),
         want[columns].sort_values(key).reset_index(drop=True), check_dtype=False)
     assert len(got) > 10
+    assert set(got["distinct_dst"]) == {1, 2, 3}  # d0, d1, d2 take turns
     assert len(pd.read_parquet(out / "rejected")) == 2  # the bad number and the bad time
     assert len(pd.read_parquet(out / "recurring")) > 0
+
+
+def test_cli_refuses_a_bad_distinct_precision_before_spark_starts(capsys):
+    code = main(["multigranular", "--input", "nowhere.csv", "--time", "t", "--by", "s",
+                 "--distinct", "d", "--distinct-precision", "30", "--output", "o",
+                 "--aggregates", "count", "--window", "RANGES 1 MINUTE SLIDES 1 SECOND"])
+    assert code == 2
+    assert "`distinct_precision` must be an integer in [4, 21]; got 30" in capsys.readouterr().out

@@ -8,6 +8,7 @@ import os
 from windowkit.cli import common
 from windowkit.cli.common import Progress, add_io_arguments
 from windowkit.core.multigranular import AGGREGATES, AggregatorConfig, MultiGranularSpec
+from windowkit.core.multigranular.distinct import DEFAULT_PRECISION
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,7 +28,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="many ranges and slides in one operator (multi-granular sliding windows)",
         description="Aggregates per --by key over every level of a multi-granular window "
                     "(Patroumpas & Sellis). Writes OUTPUT/reports, OUTPUT/rejected (malformed "
-                    "rows) and with --recurring OUTPUT/recurring as Parquet.",
+                    "rows) and with --recurring OUTPUT/recurring as Parquet. With --distinct COL "
+                    "the reports get a column distinct_COL: the estimated number of distinct "
+                    "COL values in each level's window (HyperLogLog sketches, exact up to a few "
+                    "hundred values, then about 1.6%% relative error at --distinct-precision "
+                    "12).",
     )
     add_io_arguments(p)
     p.add_argument("--time", required=True, help="event-time column (timestamp)")
@@ -41,6 +46,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--regression", action="store_true", help="slope and intercept per level")
     p.add_argument("--weights", default=None, help="comma-separated weight per level (decay)")
     p.add_argument("--recurring", default=None, help="column whose recurring items to find")
+    p.add_argument("--distinct", default=None,
+                   help="column whose distinct values to count per level (reports get "
+                        "distinct_COL), e.g. destinations per source")
+    p.add_argument("--distinct-precision", type=int, default=DEFAULT_PRECISION,
+                   help="lgConfigK of the distinct-count sketches, 4..21 (relative error "
+                        "1.04/sqrt(2^N); default %(default)s)")
     p.add_argument("--report", choices=("periodic", "continuous"), default="periodic")
     p.add_argument("--shards", type=int, default=None, help="Spark groups the keys share")
     p.add_argument("--plot", default=None, help="PNG: one key's values and each level's mean")
@@ -51,7 +62,8 @@ def _config(args: argparse.Namespace) -> AggregatorConfig:
     weights = None if args.weights is None else tuple(float(w) for w in args.weights.split(","))
     return AggregatorConfig(MultiGranularSpec.parse(args.window),
                             tuple(a.strip() for a in args.aggregates.split(",") if a.strip()),
-                            args.regression, weights, args.report)
+                            args.regression, weights, args.report, args.distinct is not None,
+                            args.distinct_precision)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     common.check_stream_options(args)
     info = common.inspect_input(args.input, args.format)
     common.check_columns(info, time=args.time, by=args.by, value=args.value,
-                         recurring=args.recurring)
+                         recurring=args.recurring, distinct=args.distinct)
     common.check_output(args.output, args.overwrite)
     progress = Progress()
     spark = common.start_spark(args, "windowkit multigranular", progress)
@@ -82,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
               "time_unit": args.time_unit, "report": args.report}
     result = multi_granular(df, args.time, args.window, value=args.value,
                             aggregates=config.aggregates, regression=args.regression,
-                            weights=config.weights, **shared)
+                            weights=config.weights, distinct=args.distinct,
+                            distinct_precision=config.distinct_precision, **shared)
     outputs = {"reports": result}
     if args.recurring:
         outputs["recurring"] = recurring_items(df, args.time, args.recurring, args.window,
