@@ -5,7 +5,9 @@ records from ``windowkit.datasets.connections`` at ``r`` tuples per time unit: a
 (SUM on duration, with count/mean/min/max), regression (on duration) and recurring items (on
 protocol), each timed per tuple and per time unit over a stream of ``--units`` time units:
 
-* Fig. 5: cost against the stream rate r = 10K..100K tuples per unit, 5 levels, widest 40 units;
+* Fig. 5: cost against the stream rate r = 10K..100K tuples per unit, 5 levels, widest 40 units,
+  also for distinct destinations per level (beyond the paper: HLL sketches per granule merged
+  along the chain, ``distinct=True``);
 * Fig. 6: cost against the number of levels n = 2..10, widest range fixed at 40 units;
 * Fig. 7: cost against the granules per level u, 5 levels (ranges u, 2u, 4u, 8u, 16u);
 * Fig. 8: state bytes (``to_bytes``) against levels, including 5 and 10 recurring items.
@@ -62,6 +64,10 @@ def run_operation(op_name: str, levels: list[tuple[int, int]], df: pd.DataFrame,
         op = RecurringItems(levels=levels_us(levels))
         frame = df[["key", "time"]].assign(
             item=(df["destination"] % items).astype(str) if items else df["protocol"])
+    elif op_name == "distinct":
+        op = MultiGranularAggregator(levels=levels_us(levels), aggregates=("count",),
+                                     distinct=True)
+        frame = df[["key", "time"]].assign(value=0.0, item=df["destination"].astype(str))
     else:
         op = MultiGranularAggregator(levels=levels_us(levels), regression=op_name == "regression",
                                      aggregates=("count", "sum", "mean", "min", "max"))
@@ -96,7 +102,7 @@ def core_experiments(units: int, repeats: int, rates: list[int]) -> dict:
     run_operation("aggregation", PAPER_LEVELS, stream(1000, 3))  # compile the kernels once
     for rate in rates:
         df = stream(rate, units)
-        for op in ops:
+        for op in (*ops, "distinct"):
             out["fig5_rate"].append({"rate": rate, **measure(op, PAPER_LEVELS, df, repeats)})
     top = max(rates)
     df = stream(top, units)
