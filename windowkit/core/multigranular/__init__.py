@@ -11,8 +11,9 @@ from windowkit.core.multigranular.aggregator import (
     AggregatorConfig,
     MultiGranularAggregator,
 )
+from windowkit.core.multigranular.distinct import DistinctSketches
 from windowkit.core.multigranular.recurring import RecurringItems
 from windowkit.core.multigranular.spec import Level, MultiGranularSpec
 
-__all__ = ["AGGREGATES", "CELL_COLUMNS", "AggregatorConfig", "Level", "MultiGranularAggregator",
-           "MultiGranularSpec", "RecurringItems"]
+__all__ = ["AGGREGATES", "CELL_COLUMNS", "AggregatorConfig", "DistinctSketches", "Level",
+           "MultiGranularAggregator", "MultiGranularSpec", "RecurringItems"]
