@@ -54,41 +54,62 @@ def number_rows(slot: np.ndarray, time: np.ndarray, next_seq: np.ndarray,
     return _number(slot, time, next_seq, last_time, ties)
 
 
+STORE_COLUMNS = ("slot", "seq", "time", "ord", "feat")
+
+
 def append_rows(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n_slots: int,
-                store: dict, next_seq: np.ndarray, last_time: np.ndarray,
+                buffers: dict, length: int, next_seq: np.ndarray, last_time: np.ndarray,
                 ties: np.ndarray) -> dict | None:
-    """The store with the rows of ``pieces`` (each ``(slot, time, feat)``, together sorted by
-    time) appended in (slot, time) order and numbered (see :func:`number_rows`), or None
-    (nothing changed) if a key has two of them at one time: those need ordering by content.
+    """Append the rows of ``pieces`` (each ``(slot, time, feat)``, together sorted by time) to
+    the stored rows ``buffer[:length]`` of each of :data:`STORE_COLUMNS`, in (slot, time)
+    order, numbered (see :func:`number_rows`). Returns the buffers (the same ones while they
+    have room), or None (nothing changed) if a key has two of the rows at one time: those need
+    ordering by content.
 
     Examples
     --------
-    >>> store = {"slot": np.zeros(0, np.int64), "seq": np.zeros(0, np.int64),
-    ...          "time": np.zeros(0, np.int64), "ord": np.zeros(0, np.int64),
-    ...          "feat": np.zeros((0, 1), np.int64)}
+    >>> buffers = {name: np.zeros(0, np.int64) for name in STORE_COLUMNS}
+    >>> buffers["feat"] = np.zeros((0, 1), np.int64)
     >>> nxt, last, ties = np.zeros(2, np.int64), np.full(2, -1, np.int64), np.zeros(2, np.int64)
     >>> piece = (np.array([1, 0, 1]), np.array([3, 4, 5]), np.array([[7], [8], [9]]))
-    >>> new = append_rows([piece], 2, store, nxt, last, ties)
-    >>> new["slot"].tolist(), new["time"].tolist(), new["seq"].tolist(), nxt.tolist()
+    >>> new = append_rows([piece], 2, buffers, 0, nxt, last, ties)
+    >>> new["slot"][:3].tolist(), new["time"][:3].tolist(), new["seq"][:3].tolist(), nxt.tolist()
     ([0, 1, 1], [4, 3, 5], [0, 0, 1], [1, 2])
     >>> append_rows([(np.array([0, 0]), np.array([6, 6]), np.zeros((2, 1), np.int64))], 2,
-    ...             new, nxt, last, ties) is None
+    ...             new, 3, nxt, last, ties) is None
     True
     """
-    width = store["feat"].shape[1]
+    width = buffers["feat"].shape[1]
     parts = [p for p in pieces if len(p[0])] or [pieces[0]]
     if len(parts) == 1:
         empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, width), np.int64))
         parts = [empty, parts[0]]
     (a_slot, a_time, a_feat), (b_slot, b_time, b_feat) = parts
+    bufs = [buffers[name] for name in STORE_COLUMNS]
+    if not all(b.flags.writeable and b.flags.c_contiguous and b.dtype == np.int64
+               for b in bufs):
+        bufs = [np.array(b[:length], dtype=np.int64) for b in bufs]
     out = _append(np.ascontiguousarray(a_slot, np.int64), np.ascontiguousarray(a_time, np.int64),
                   np.ascontiguousarray(a_feat, np.int64), np.ascontiguousarray(b_slot, np.int64),
                   np.ascontiguousarray(b_time, np.int64), np.ascontiguousarray(b_feat, np.int64),
-                  n_slots, store["slot"], store["seq"], store["time"], store["ord"],
-                  np.ascontiguousarray(store["feat"]), next_seq, last_time, ties)
+                  n_slots, length, *bufs, next_seq, last_time, ties)
     if not out[0]:
         return None
-    return dict(zip(("slot", "seq", "time", "ord", "feat"), out[1:], strict=True))
+    return dict(zip(STORE_COLUMNS, out[1:], strict=True))
+
+
+def compact_rows(live: np.ndarray, store: dict) -> None:
+    """Move the stored rows ``live`` (ascending) to the front of each column, in place.
+
+    Examples
+    --------
+    >>> store = {name: np.arange(4) for name in STORE_COLUMNS}
+    >>> store["feat"] = np.arange(8).reshape(4, 2)
+    >>> compact_rows(np.array([1, 3]), store)
+    >>> store["time"][:2].tolist(), store["feat"][:2].tolist()
+    ([1, 3], [[2, 3], [6, 7]])
+    """
+    _compact_rows(np.asarray(live, np.int64), *(store[name] for name in STORE_COLUMNS))
 
 
 def close_levels(slot, time, rel, need, pending, held, bound, base, max_length, report_first,
@@ -200,63 +221,75 @@ def _number(slot, time, next_seq, last_time, ties):  # pragma: no cover - compil
 
 
 @numba.njit(cache=True)
-def _append(a_slot, a_time, a_feat, b_slot, b_time, b_feat, n_slots, st_slot, st_seq, st_time,
-            st_ord, st_feat, next_seq, last_time, ties):  # pragma: no cover - compiled
+def _append(a_slot, a_time, a_feat, b_slot, b_time, b_feat, n_slots, m, slot, seq, time,
+            ordinal, feat, next_seq, last_time, ties):  # pragma: no cover - compiled
     n_a = len(a_slot)
     n = n_a + len(b_slot)
+    width = feat.shape[1]
+    # rows are read in time order and written to their place in (slot, time) order: per key,
+    # time order is the order of its rows, so numbering can follow the reading
     start = np.zeros(n_slots + 1, dtype=np.int64)
+    seen_time = np.empty(n_slots, dtype=np.int64)
     for i in range(n):
-        start[(a_slot[i] if i < n_a else b_slot[i - n_a]) + 1] += 1
+        s, t = (a_slot[i], a_time[i]) if i < n_a else (b_slot[i - n_a], b_time[i - n_a])
+        if start[s + 1] and seen_time[s] == t:
+            # two rows of a key at one time: the caller orders them by content
+            return False, slot, seq, time, ordinal, feat
+        seen_time[s] = t
+        start[s + 1] += 1
+    start[0] = m
     for s in range(n_slots):
         start[s + 1] += start[s]
-    order = np.empty(n, dtype=np.int64)
+    if m + n > len(slot):  # the buffers are full: twice the room, the stored rows copied
+        size = 2 * (m + n)
+        slot, seq, time, ordinal = (_resized(slot, m, size), _resized(seq, m, size),
+                                    _resized(time, m, size), _resized(ordinal, m, size))
+        new_feat = np.empty((size, width), np.int64)
+        new_feat[:m] = feat[:m]
+        feat = new_feat
     for i in range(n):
-        s = a_slot[i] if i < n_a else b_slot[i - n_a]
-        order[start[s]] = i
-        start[s] += 1
-    for j in range(1, n):  # two rows of a key at one time: the caller orders them by content
-        i, h = order[j], order[j - 1]
-        s_i = a_slot[i] if i < n_a else b_slot[i - n_a]
-        s_h = a_slot[h] if h < n_a else b_slot[h - n_a]
-        t_i = a_time[i] if i < n_a else b_time[i - n_a]
-        t_h = a_time[h] if h < n_a else b_time[h - n_a]
-        if s_i == s_h and t_i == t_h:
-            e = np.zeros(0, np.int64)
-            return False, e, e, e, e, np.zeros((0, st_feat.shape[1]), np.int64)
-    m = len(st_slot)
-    slot = np.empty(m + n, np.int64)
-    seq = np.empty(m + n, np.int64)
-    time = np.empty(m + n, np.int64)
-    ordinal = np.empty(m + n, np.int64)
-    width = st_feat.shape[1]
-    feat = np.empty((m + n, width), np.int64)
-    slot[:m] = st_slot
-    seq[:m] = st_seq
-    time[:m] = st_time
-    ordinal[:m] = st_ord
-    feat[:m] = st_feat
-    for j in range(n):
-        i = order[j]
         if i < n_a:
             s, t = a_slot[i], a_time[i]
+            j = start[s]
             for c in range(width):
-                feat[m + j, c] = a_feat[i, c]
+                feat[j, c] = a_feat[i, c]
         else:
             s, t = b_slot[i - n_a], b_time[i - n_a]
+            j = start[s]
             for c in range(width):
-                feat[m + j, c] = b_feat[i - n_a, c]
-        slot[m + j] = s
-        time[m + j] = t
-        seq[m + j] = next_seq[s]
+                feat[j, c] = b_feat[i - n_a, c]
+        start[s] += 1
+        slot[j] = s
+        time[j] = t
+        seq[j] = next_seq[s]
         next_seq[s] += 1
         if t == last_time[s]:  # ties with the key's rows of earlier batches
-            ordinal[m + j] = ties[s]
+            ordinal[j] = ties[s]
             ties[s] += 1
         else:
-            ordinal[m + j] = 0
+            ordinal[j] = 0
             ties[s] = 1
             last_time[s] = t
     return True, slot, seq, time, ordinal, feat
+
+
+@numba.njit(cache=True)
+def _resized(a, m, size):  # pragma: no cover - compiled
+    out = np.empty(size, np.int64)
+    out[:m] = a[:m]
+    return out
+
+
+@numba.njit(cache=True)
+def _compact_rows(live, slot, seq, time, ordinal, feat):  # pragma: no cover - compiled
+    for j in range(len(live)):
+        i = live[j]  # >= j: moving rows forward never overwrites one still to move
+        slot[j] = slot[i]
+        seq[j] = seq[i]
+        time[j] = time[i]
+        ordinal[j] = ordinal[i]
+        for c in range(feat.shape[1]):
+            feat[j, c] = feat[i, c]
 
 
 @numba.njit(cache=True)

@@ -48,6 +48,7 @@ from windowkit.core.widening.detector import Detector, detector_path, resolve_de
 from windowkit.core.widening.kernel import (
     append_rows,
     close_levels,
+    compact_rows,
     merge_by_slot,
     number_rows,
     order_by_slot,
@@ -139,11 +140,13 @@ class WindowWidening(StreamOperator):
         self._last_time = np.zeros(0, dtype=np.int64)
         self._ties = np.zeros(0, dtype=np.int64)
         width = detector.width
-        self._store = {
+        # the stored rows: ``_store`` holds views of the first rows of ``_buffers``, which
+        # keep room for appending without copying every stored row each batch
+        self._use_buffers({
             "slot": np.zeros(0, dtype=np.int64), "seq": np.zeros(0, dtype=np.int64),
             "time": np.zeros(0, dtype=np.int64), "ord": np.zeros(0, dtype=np.int64),
             "feat": np.zeros((0, width), dtype=np.int64),
-        }
+        }, 0)
         levels_n = self.config.levels
         empty_refs = np.zeros(0, dtype=np.int64)
         empty_flags = np.zeros(0, dtype=bool)
@@ -164,6 +167,10 @@ class WindowWidening(StreamOperator):
     def output_schema(self) -> list[tuple[str, str]]:
         """Output columns (see the module docstring)."""
         return OUTPUT_SCHEMA
+
+    def _use_buffers(self, buffers: dict, rows: int) -> None:
+        self._buffers = buffers
+        self._store = {name: buf[:rows] for name, buf in buffers.items()}
 
     @property
     def rows_held(self) -> int:
@@ -227,9 +234,10 @@ class WindowWidening(StreamOperator):
         time, content), number them and store them."""
         st = self._store
         base = len(st["time"])
-        store = append_rows(pieces, len(self._keys), st, self._next_seq, self._last_time,
-                            self._ties)
-        if store is None:  # a key has rows at one time: order them by content
+        n_new = sum(len(p[0]) for p in pieces)
+        buffers = append_rows(pieces, len(self._keys), self._buffers, base, self._next_seq,
+                              self._last_time, self._ties)
+        if buffers is None:  # a key has rows at one time: order them by content
             slot, time, feat = (np.concatenate([p[i] for p in pieces]) for i in range(3))
             order = order_by_slot(slot, len(self._keys))
             slot, time, feat = slot[order], time[order], feat[order]
@@ -238,8 +246,9 @@ class WindowWidening(StreamOperator):
             slot, time, feat = slot[order], time[order], feat[order]
             seq, ordinal = number_rows(slot, time, self._next_seq, self._last_time, self._ties)
             store = {"slot": slot, "seq": seq, "time": time, "ord": ordinal, "feat": feat}
-            store = {name: np.concatenate([st[name], arr]) for name, arr in store.items()}
-        self._store = store
+            buffers = {name: np.concatenate([st[name], arr]) for name, arr in store.items()}
+        self._use_buffers(buffers, base + n_new)
+        store = self._store
         refs = np.arange(base, len(store["time"]), dtype=np.int64)
         merged = merge_by_slot(store["slot"], self._pending[0][0], refs)
         self._pending[0] = (merged, np.zeros(len(merged), dtype=bool))
@@ -402,8 +411,8 @@ class WindowWidening(StreamOperator):
             return
         remap = np.full(len(st["time"]), -1, dtype=np.int64)
         remap[live] = np.arange(len(live))
-        for name in st:
-            st[name] = st[name][live]
+        compact_rows(live, st)
+        self._store = {name: arr[: len(live)] for name, arr in st.items()}
         self._pending = [(remap[r], f) for r, f in self._pending]
         self._held = [(remap[r], f) for r, f in self._held]
 
@@ -516,6 +525,7 @@ class WindowWidening(StreamOperator):
         if n_rows and (op._store["slot"].min() < 0 or op._store["slot"].max() >= n_keys):
             msg = "stored rows name key slots out of range"
             raise ValueError(msg)
+        op._use_buffers(dict(op._store), n_rows)
         op._pending = _split_levels(arrays["pending_refs"], arrays["pending_part"],
                                     meta["pending"], config.levels, n_rows)
         op._held = _split_levels(arrays["held_refs"], arrays["held_part"], meta["held"],
