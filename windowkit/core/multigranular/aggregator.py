@@ -291,6 +291,10 @@ class MultiGranularAggregator(ChainOperator):
         """
         if not len(batch):
             return self.empty_output()
+        if self._sketches is not None and ITEM not in batch and CELL_HLL not in batch:
+            msg = (f"`distinct` needs an {ITEM!r} column (or {CELL_HLL!r} sketches) in the "
+                   f"input; got columns {list(batch.columns)}")
+            raise ValueError(msg)
         time = batch[TIME].to_numpy().astype(np.int64, copy=False)
         keys = batch[KEY] if KEY in batch else np.zeros(len(batch), dtype=np.int64)
         if len(time) > 1 and np.any(time[1:] < time[:-1]):
@@ -325,12 +329,8 @@ class MultiGranularAggregator(ChainOperator):
     def _sketch(self, batch: pd.DataFrame, slot: np.ndarray, granule: np.ndarray) -> None:
         if CELL_HLL in batch:
             self._sketches.add_sketches(slot, granule, batch[CELL_HLL].to_numpy(object))
-        elif ITEM in batch:
-            self._sketches.add_items(slot, granule, batch[ITEM].to_numpy(object))
         else:
-            msg = (f"`distinct` needs an {ITEM!r} column (or {CELL_HLL!r} sketches) in the "
-                   f"input; got columns {list(batch.columns)}")
-            raise ValueError(msg)
+            self._sketches.add_items(slot, granule, batch[ITEM].to_numpy(object))
 
     def horizon(self, horizon: int) -> pd.DataFrame:
         """Continuous state reporting: per key, the aggregates over the horizon ending at the
