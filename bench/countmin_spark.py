@@ -5,8 +5,11 @@ epsilon = 0.001, delta = 1/16 (4 x 2719); windowed variants estimate the last N 
 items of the whole stream (one global window, whatever the shards); ``local[2]`` with 2 shards
 (= 2 DistCM sites, one per core) and the default snapshot cadence (one snapshot per shard at the
 end of the input; issue #16, point 7). Timed: the whole job from the Parquet file to the
-coordinator's merged sketch on the driver (``merge_count_min(windowed_count_min(...)).first()``,
-which includes the small job that finds the input's last position). The peer is Spark's
+coordinator's merged sketch on the driver (``merge_count_min(windowed_count_min(...)).first()``;
+Splitter's includes the small job that finds the input's last position; the mergeable variants
+sketch each input partition where it is read and merge the parts, with no shuffle of rows).
+A last row times the floor of any path that keeps each site's rows in order (Splitter's):
+the rows shuffled to their sites and counted in Python, no sketch. The peer is Spark's
 ``count_min_sketch(item, eps, confidence, seed)`` aggregate (the SQL face of
 ``DataFrameStatFunctions.countMinSketch``) on the same DataFrame, JVM sketches per partition
 merged by the aggregation, no window; Spark sizes it ``ceil(2 / eps)`` wide, 2000 columns, so it
@@ -32,6 +35,7 @@ import pandas as pd
 from windowkit.datasets.countmin_streams import zipf_ids
 
 EPSILON, DELTA, WINDOW, SHARDS = 0.001, 1 / 16, 1_000_000, 2
+FLOOR = "floor: rows shuffled to sites, no sketch"
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -71,6 +75,27 @@ def time_spark_cms(spark, path: str) -> float:
     return elapsed
 
 
+def time_ordered_floor(spark, path: str) -> float:
+    """What any per-site pass in stream order costs before it sketches anything: every row
+    shuffled to its site (the same ``xxhash64`` routing) and handed to Python, counted there.
+    Splitter's sub-cells depend on the order of their rows, so it cannot go below this."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    def count_rows(batches):
+        rows = sum(batch.num_rows for batch in batches)
+        yield pa.RecordBatch.from_pydict({"rows": [rows]})
+
+    df = spark.read.parquet(path)
+    start = time.perf_counter()
+    site = F.pmod(F.xxhash64(F.col("t") * 1000, F.col("item")), F.lit(SHARDS))
+    shipped = df.select(site.alias("site"), (F.col("t") * 1000).alias("time"), "item")
+    rows = shipped.repartition(SHARDS, "site").mapInArrow(count_rows, "rows long").collect()
+    elapsed = time.perf_counter() - start
+    assert sum(r["rows"] for r in rows) == df.count()
+    return elapsed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
@@ -83,8 +108,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = write_input(args.rows, folder)
         cases = [("Spark count_min_sketch (no window)", None, None)]
-        for algorithm in ("splitter", "proportional"):
+        for algorithm in ("splitter", "proportional", "simple"):
             cases.append((f"DistCM {algorithm}, default cadence", algorithm, None))
+        cases.append((FLOOR, "floor", None))
         # warm-up: JVM, Python workers, numba caches (not timed)
         time_spark_cms(spark, path)
         time_distcm(spark, path, "splitter", None)
@@ -93,6 +119,8 @@ def main() -> None:
             for name, algorithm, every in cases:
                 if algorithm is None:
                     seconds[name].append(time_spark_cms(spark, path))
+                elif algorithm == "floor":
+                    seconds[name].append(time_ordered_floor(spark, path))
                 else:
                     seconds[name].append(time_distcm(spark, path, algorithm, every))
                 print(f"  {name}: {seconds[name][-1]:.1f} s", flush=True)
@@ -102,12 +130,12 @@ def main() -> None:
     print(f"\nSpark DistCM throughput: {args.rows:,} rows, Zipf(1) over 1M ids, eps={EPSILON} "
           f"delta=1/16, global window N={WINDOW:,}, {SHARDS} shards, local[2]; median of "
           f"{args.runs} runs; load average {os.getloadavg()[0]:.1f}")
-    print(f"{'job':38s} {'median s':>9s} {'M rows/s':>9s} {'x Spark CMS':>12s}")
+    print(f"{'job':42s} {'median s':>9s} {'M rows/s':>9s} {'x Spark CMS':>12s}")
     rows = []
     for name, algorithm, every in cases:
         med = statistics.median(seconds[name])
         rate = args.rows / med
-        print(f"{name:38s} {med:9.1f} {rate / 1e6:9.2f} {rate / peer:12.2f}")
+        print(f"{name:42s} {med:9.1f} {rate / 1e6:9.2f} {rate / peer:12.2f}")
         rows.append({"job": name, "algorithm": algorithm, "snapshot_every": every,
                      "seconds": seconds[name], "median_s": med, "rows_per_s": rate,
                      "ratio_to_spark_cms": rate / peer})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 
@@ -333,3 +334,48 @@ def test_heavy_hitters_latest_picks_each_shards_snapshot_in_the_jvm_issue16(spar
     python = plan.index("FlatMapGroupsInPandas")
     assert "max_by" in plan[python:]  # below the Python node in the printed tree: its input
     assert out.select("view").distinct().count() == 1
+
+
+@pytest.mark.parametrize("algorithm", ["simple", "proportional", "perfect"])
+def test_mergeable_sketches_merge_partition_parts_into_each_sites_core_run(spark, algorithm):
+    # With the default cadence the linear variants sketch each input partition where it is read
+    # and merge the parts (issue #16, point 7: no shuffle of rows). Every site's snapshot must
+    # still be exactly its core operator's over all its rows, whatever the partitioning.
+    from windowkit.spark.countmin import count_min_sites, windowed_count_min
+
+    rng = np.random.default_rng(7)
+    n = 4000
+    pdf = pd.DataFrame({"item": zipf_items(n, 80, seed=8).astype(object),
+                        # sequence numbers with gaps and disorder across partitions
+                        "t": rng.permutation(np.cumsum(rng.integers(1, 4, n)))})
+    pdf.loc[[5, 77, 3000], "item"] = None  # malformed, set aside
+    params = {"window": 300, "algorithm": algorithm, "epsilon": 0.05, "delta": 0.25}
+    sites_df = spark.createDataFrame(pdf)
+    sites = count_min_sites(sites_df, "item", "t", shards=3).toPandas()
+    expected = core_snapshots(sites[sites["item"].notna()], **params)
+    for partitions in (1, 5):
+        df = spark.createDataFrame(pdf).repartition(partitions)
+        out = windowed_count_min(df, "item", "t", shards=3, **params).toPandas()
+        pd.testing.assert_frame_equal(canonical(out[out["rejected"].isna()]), expected)
+        rejected = out[out["rejected"].notna()]
+        assert rejected["rejected"].tolist() == ["malformed"] * 3
+        assert sorted(rejected["detail"].map(lambda d: json.loads(d)["t"])) == sorted(
+            pdf.loc[[5, 77, 3000], "t"].tolist())
+
+
+def test_mergeable_sketches_on_event_time_ticks_equal_the_core(spark):
+    from windowkit.spark.countmin import count_min_sites, windowed_count_min
+
+    rng = np.random.default_rng(9)
+    n = 3000
+    pdf = pd.DataFrame({"item": zipf_items(n, 50, seed=10),
+                        "ts": pd.to_datetime(T0 + 1000 * rng.integers(0, 600_000, n), unit="us",
+                                             utc=True)})
+    params = {"window": 60, "unit": "ticks", "tick": "1 second", "algorithm": "proportional",
+              "epsilon": 0.05, "delta": 0.25}
+    df = spark.createDataFrame(pdf).repartition(4)
+    out = canonical(windowed_count_min(df, "item", "ts", shards=2, **params).toPandas())
+    sites = count_min_sites(df, "item", "ts", shards=2, unit="ticks").toPandas()
+    expected = core_snapshots(sites, **params)
+    expected["time"] *= POSITION_MICROS  # a timestamp in µs, not a position
+    pd.testing.assert_frame_equal(out, expected)

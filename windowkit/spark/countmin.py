@@ -7,7 +7,11 @@ sums the latest matrix of every site. Here:
 * :func:`windowed_count_min` assigns every row to one of ``shards`` sites and runs a windowed
   sketch per site through the generic adapter (:func:`windowkit.spark.adapter.run_operator`,
   ``mapInArrow`` on batch DataFrames, ``transformWithStateInPandas`` on streaming ones). Its
-  output is the snapshot stream: ``shard, seq, n_seen, time, sketch``.
+  output is the snapshot stream: ``shard, seq, n_seen, time, sketch``. On a batch DataFrame
+  with the default cadence, the variants whose state is the sum of its parts (``"simple"``,
+  ``"proportional"``, ``"perfect"``) skip the shuffle of rows: each input partition is sketched
+  per site where it is read and the parts are merged (:data:`MERGEABLE`); the snapshots are the
+  same bytes. Splitter's sub-cells are not a sum of parts, so its sites see their rows in order.
 * :func:`merge_count_min` is the coordinator: the latest snapshot of each shard
   (:func:`latest_snapshots`), summed by one Spark aggregation into a single Count-Min.
 * :func:`estimate_frequency` and :func:`heavy_hitters` query merged sketches.
@@ -38,10 +42,13 @@ of the sites' current matrices.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -63,7 +70,13 @@ from windowkit.core.sketches.operator import (
     WindowedCountMinOperator,
 )
 from windowkit.core.validation import check_choice, check_in_range, check_int
-from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, run_operator
+from windowkit.spark.adapter import (
+    DETAIL_OUT,
+    INTERNAL_PREFIX,
+    REJECTED,
+    OperatorJob,
+    run_operator,
+)
 from windowkit.spark.event_time import TimeUnit, event_time
 
 Algorithm = Literal["splitter", "proportional", "simple", "perfect"]
@@ -303,6 +316,118 @@ def make_operator(
     return WindowedCountMinOperator(sketch, snapshot_every, tick_micros, end_time)
 
 
+# ------------------------------------------------------------------ mergeable sketches, batch
+
+MERGEABLE = frozenset({"simple", "proportional", "perfect"})
+"""Variants whose site state is the sum of its parts: a batch with the default cadence sketches
+each input partition's rows where they are read and merges the parts, with no shuffle of rows."""
+
+_PARTIAL_SCHEMA = T.StructType([
+    T.StructField("wk_site", T.IntegerType()), T.StructField("n_seen", T.LongType()),
+    T.StructField("last", T.LongType()), T.StructField("part", T.BinaryType()),
+    T.StructField("detail", T.StringType())])
+
+
+def _merged_partials(prepared: DataFrame, key: Column, site: Column, step: Column,
+                     factory: Callable[[], WindowedCountMinOperator]) -> DataFrame:
+    """Every site's final snapshot, as the adapter's per-site operator gives it, from sketches
+    of each input partition's rows merged on one group (a time-based window is the sum of its
+    parts: sketching a part's rows in order and merging them, lagging clocks moved forward,
+    gives the site's counts of the last window exactly)."""
+    own = [F.col(f"`{c}`") for c in prepared.columns if not c.startswith(INTERNAL_PREFIX)]
+    rows = prepared.select(site.alias("wk_site"), step.alias("wk_step"),
+                           key.alias("wk_item"),
+                           F.when(step.isNull(), F.to_json(F.struct(*own))).alias("detail"))
+    partials = rows.mapInArrow(functools.partial(_sketch_partition, factory), _PARTIAL_SCHEMA)
+    schema = T.StructType([T.StructField(SHARD, T.IntegerType()),
+                           T.StructField("seq", T.LongType()),
+                           T.StructField("n_seen", T.LongType()),
+                           T.StructField("time", T.LongType()),
+                           T.StructField("sketch", T.BinaryType()),
+                           T.StructField(REJECTED, T.StringType()),
+                           T.StructField(DETAIL_OUT, T.StringType())])
+    # the parts are small (a count matrix per site and input partition): one group merges all,
+    # so it also knows the input's last step, where every site's last window ends
+    def merge(parts: pd.DataFrame) -> pd.DataFrame:
+        return _merge_partials(factory, parts)
+
+    return partials.groupBy(F.lit(0).alias("wk_all")).applyInPandas(merge, schema)
+
+
+def _sketch_partition(factory: Callable[[], WindowedCountMinOperator],
+                      batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """One part per site present in this input partition, and its malformed rows."""
+    batches = list(batches)
+    if not batches:
+        return
+    table = pa.Table.from_batches(batches)
+    if not table.num_rows:
+        return
+    detail = table.column("detail")
+    if detail.null_count < table.num_rows:  # malformed rows: a null step, the row as JSON
+        bad = table.filter(pc.is_valid(detail))
+        yield pa.RecordBatch.from_pydict(
+            {"wk_site": bad.column("wk_site").combine_chunks(),
+             "n_seen": pa.nulls(bad.num_rows, pa.int64()),
+             "last": pa.nulls(bad.num_rows, pa.int64()),
+             "part": pa.nulls(bad.num_rows, pa.binary()),
+             "detail": bad.column("detail").combine_chunks()})
+        table = table.filter(pc.is_null(detail))
+    sites = table.column("wk_site").to_numpy()
+    steps = table.column("wk_step").to_numpy()
+    items = table.column("wk_item").to_numpy()
+    template = factory()
+    tick_micros = template.tick_micros
+    window = template.sketch.config.window
+    parts = {"wk_site": [], "n_seen": [], "last": [], "part": [], "detail": []}
+    for site in np.unique(sites).tolist():
+        mine = sites == site
+        site_steps, site_items = steps[mine], items[mine]
+        ticks = site_steps // tick_micros
+        # only the last two windows of this part can reach the site's last window (a later
+        # part only moves the window further on)
+        keep = ticks > ticks.max() - 2 * window
+        order = np.argsort(site_steps[keep], kind="stable")
+        sketch = factory().sketch
+        sketch.update(site_items[keep][order], ticks=ticks[keep][order])
+        parts["wk_site"].append(site)
+        parts["n_seen"].append(int(mine.sum()))
+        parts["last"].append(int(site_steps.max()))
+        parts["part"].append(sketch.to_bytes())
+        parts["detail"].append(None)
+    yield pa.RecordBatch.from_pydict(parts, schema=pa.schema(
+        [("wk_site", pa.int32()), ("n_seen", pa.int64()), ("last", pa.int64()),
+         ("part", pa.binary()), ("detail", pa.string())]))
+
+
+def _merge_partials(factory: Callable[[], WindowedCountMinOperator],
+                    parts: pd.DataFrame) -> pd.DataFrame:
+    """Each site's final snapshot from its parts; malformed rows pass through."""
+    bad = parts[parts["detail"].notna()]
+    good = parts[parts["detail"].isna()]
+    rows = []
+    end = int(good["last"].max()) if len(good) else None
+    for site, site_parts in good.groupby("wk_site", sort=True):
+        sketches = [type(factory().sketch).from_bytes(bytes(b)) for b in site_parts["part"]]
+        merged = sketches[0]
+        for other in sketches[1:]:
+            merged.merge(other)
+        operator = factory()
+        operator.sketch = merged
+        operator.n_seen = merged.n_samples = int(site_parts["n_seen"].sum())
+        operator.last_time = int(site_parts["last"].max())
+        operator.end_time = end
+        snapshot = operator.finish().iloc[0]
+        rows.append({SHARD: int(site), "seq": int(snapshot["seq"]),
+                     "n_seen": int(snapshot["n_seen"]), "time": int(snapshot["time"]),
+                     "sketch": snapshot["sketch"], REJECTED: None, DETAIL_OUT: None})
+    rejected = pd.DataFrame({SHARD: bad["wk_site"].astype("int64"), "seq": None,
+                             "n_seen": None, "time": None, "sketch": None,
+                             REJECTED: "malformed", DETAIL_OUT: bad["detail"]})
+    out = pd.DataFrame(rows, columns=rejected.columns)
+    return pd.concat([out, rejected], ignore_index=True) if len(rejected) else out
+
+
 # ------------------------------------------------------------------ public functions
 def windowed_count_min(
     df: DataFrame,
@@ -409,14 +534,18 @@ def windowed_count_min(
     prepared, key, site = _prepare(df, item, time, by, shards, unit, time_unit)
     item_col = F.col(item) if isinstance(item, str) else item
     step = F.when(item_col.isNotNull(), F.col(_POS))
-    if not df.isStreaming:
+    if not df.isStreaming and snapshot_every is None and algorithm in MERGEABLE:
+        factory = functools.partial(make_operator, window, **params)
+        out = _merged_partials(prepared, key, site, step, factory)
+    elif not df.isStreaming:
         # every site's last window ends at the input's last step, not at its own last row
         params["end_time"] = prepared.agg(F.max(step)).first()[0]
-    # The site is the adapter's shard: each Spark group runs exactly one site's core operator.
-    job = OperatorJob(factory=functools.partial(make_operator, window, **params),
-                      schema=template.output_schema, inputs={ITEM: key})
-    out = run_operator(prepared, job, time=step, key=None, shards=shards, late=late,
-                       shard=site, time_unit="us")
+    if df.isStreaming or snapshot_every is not None or algorithm not in MERGEABLE:
+        # The site is the adapter's shard: each Spark group runs exactly one site's operator.
+        job = OperatorJob(factory=functools.partial(make_operator, window, **params),
+                          schema=template.output_schema, inputs={ITEM: key})
+        out = run_operator(prepared, job, time=step, key=None, shards=shards, late=late,
+                           shard=site, time_unit="us")
     if unit == "ticks":  # back to the input's kind of time
         clock = event_time(df, time, time_unit)
         out = out.withColumn("time", clock.restore(F.col("time")))
