@@ -354,7 +354,7 @@ def _close(slot, time, rel, need, p_refs, p_part, p_off, h_refs, h_part, h_off, 
     # per-key scratch, two of each: a level's window table (held rows, then the rows it
     # closes) is built while the table of the level below still holds this level's input
     t_r = np.empty((2, 64), np.int64)
-    t_p = np.empty((2, 64), np.int64)
+    t_p = np.empty((2, 64), np.int64)  # bit 0: the row's batch misses rows; bit 1: relevant
     rel_at = np.empty(64, np.int64)  # table positions of the relevant rows
     # the table's batches (groups): rows lo..hi, batch, any partial row, relevant rows
     g_lo = np.empty(64, np.int64)
@@ -416,23 +416,23 @@ def _close(slot, time, rel, need, p_refs, p_part, p_off, h_refs, h_part, h_off, 
             for i in range(n_h + n_p + n_c):
                 if i < n_h:
                     r = h_refs[h_start + i]
-                    flag = h_part[h_start + i]
+                    flag = h_part[h_start + i] | (2 if rel[r] != 0 else 0)
                 elif i < n_h + n_p:
                     r = p_refs[p_start + i - n_h]
-                    flag = p_part[p_start + i - n_h]
+                    flag = p_part[p_start + i - n_h] | (2 if rel[r] != 0 else 0)
                 else:
                     r = t_r[prev, c_lo + i - n_h - n_p]
                     flag = t_p[prev, c_lo + i - n_h - n_p]
                 b = cell[r] >> k
                 if i >= n_h and b + 1 > last_cell:
                     op_r[n_op] = r
-                    op_p[n_op] = flag
+                    op_p[n_op] = flag & 1
                     op_l[n_op] = k
                     n_op += 1
                     continue
                 if n_g == 0 or b != g_b[n_g - 1]:
                     if n_g:
-                        n_t, n_rel = _end_group(tr, tp, rel, rel_at, n_t, n_rel, g_lo, g_hi,
+                        n_t, n_rel = _end_group(tr, tp, rel_at, n_t, n_rel, g_lo, g_hi,
                                                 g_part, g_rlo, g_rhi, n_g - 1, k, length)
                     g_lo[n_g] = n_t
                     g_b[n_g] = b
@@ -442,12 +442,12 @@ def _close(slot, time, rel, need, p_refs, p_part, p_off, h_refs, h_part, h_off, 
                     n_g += 1
                 tr[n_t] = r
                 tp[n_t] = flag
-                g_part[n_g - 1] |= flag
+                g_part[n_g - 1] |= flag & 1
                 n_t += 1
             if n_g == 0:
                 c_lo = c_hi = 0
                 continue
-            n_t, n_rel = _end_group(tr, tp, rel, rel_at, n_t, n_rel, g_lo, g_hi, g_part, g_rlo,
+            n_t, n_rel = _end_group(tr, tp, rel_at, n_t, n_rel, g_lo, g_hi, g_part, g_rlo,
                                     g_rhi, n_g - 1, k, length)
             c_lo, c_hi = n_h, n_t  # the next level's input: the closed rows, as truncated
             table_at = -1  # where the table's relevant rows start in ``given``, once copied
@@ -534,7 +534,7 @@ def _close(slot, time, rel, need, p_refs, p_part, p_off, h_refs, h_part, h_off, 
                     oh_l = _grow(oh_l, n_oh + z - a)
                 for i in range(a, z):
                     oh_r[n_oh] = tr[i]
-                    oh_p[n_oh] = tp[i]
+                    oh_p[n_oh] = tp[i] & 1
                     oh_l[n_oh] = k
                     n_oh += 1
     np_r, np_p, np_off = _by_level(op_r, op_p, op_l, n_op, levels)
@@ -544,7 +544,7 @@ def _close(slot, time, rel, need, p_refs, p_part, p_off, h_refs, h_part, h_off, 
 
 
 @numba.njit(cache=True)
-def _end_group(tr, tp, rel, rel_at, n_t, n_rel, g_lo, g_hi, g_part, g_rlo, g_rhi, g, k,
+def _end_group(tr, tp, rel_at, n_t, n_rel, g_lo, g_hi, g_part, g_rlo, g_rhi, g, k,
                length):  # pragma: no cover - compiled
     """Close group ``g`` (rows ``g_lo[g]..n_t`` of the table): above level 0 a new batch of
     over 2L rows keeps its first and last L (Algorithm 2), and a batch missing rows flags all
@@ -556,15 +556,16 @@ def _end_group(tr, tp, rel, rel_at, n_t, n_rel, g_lo, g_hi, g_part, g_rlo, g_rhi
         if size > 2 * length:
             for i in range(length):
                 tr[lo + length + i] = tr[n_t - length + i]
+                tp[lo + length + i] = tp[n_t - length + i]
             n_t = lo + 2 * length
             g_part[g] = 1
         if g_part[g]:
             for i in range(lo, n_t):
-                tp[i] = 1
+                tp[i] |= 1
     g_hi[g] = n_t
     g_rlo[g] = n_rel
     for i in range(lo, n_t):
-        if rel[tr[i]] != 0:
+        if tp[i] & 2:
             rel_at[n_rel] = i
             n_rel += 1
     g_rhi[g] = n_rel
