@@ -380,18 +380,22 @@ def _sketch_partition(factory: Callable[[], WindowedCountMinOperator],
     tick_micros = template.tick_micros
     window = template.sketch.config.window
     parts = {"wk_site": [], "n_seen": [], "last": [], "part": [], "detail": []}
-    for site in np.unique(sites).tolist():
-        mine = sites == site
+    present = np.flatnonzero(np.bincount(sites)).tolist()
+    for site in present:
+        mine = sites == site if len(present) > 1 else slice(None)
         site_steps, site_items = steps[mine], items[mine]
         ticks = site_steps // tick_micros
         # only the last two windows of this part can reach the site's last window (a later
         # part only moves the window further on)
         keep = ticks > ticks.max() - 2 * window
-        order = np.argsort(site_steps[keep], kind="stable")
+        ticks, site_items = ticks[keep], site_items[keep]
+        if np.any(ticks[1:] < ticks[:-1]):  # input read in time order needs no sort
+            order = np.argsort(ticks, kind="stable")
+            ticks, site_items = ticks[order], site_items[order]
         sketch = factory().sketch
-        sketch.update(site_items[keep][order], ticks=ticks[keep][order])
+        sketch.update(site_items, ticks=ticks)
         parts["wk_site"].append(site)
-        parts["n_seen"].append(int(mine.sum()))
+        parts["n_seen"].append(len(site_steps))
         parts["last"].append(int(site_steps.max()))
         parts["part"].append(sketch.to_bytes())
         parts["detail"].append(None)
