@@ -632,8 +632,9 @@ def _merge_udf():
     schema = T.StructType([T.StructField("window_count", T.DoubleType()),
                            T.StructField("sketch", T.BinaryType())])
 
+    # no type hints: PySpark would try to read a pandas UDF from them and warn on the console
     @F.udf(returnType=schema)
-    def merge(blobs: list[bytes]) -> tuple[float, bytes]:
+    def merge(blobs):
         merged = _sum_sketches(pd.Series(blobs))
         return _window_count(merged), merged.to_bytes()
 
