@@ -97,7 +97,7 @@ def test_built_in_detector_path_equals_the_general_path(df, config, episode, dat
     assert fast_counts == plain_counts
 
 
-values = st.sampled_from([None, "1", "2", "x", "dup", 3, 2.0])
+values = st.sampled_from([None, "1", "2", "x", "dup", "execve", 3, 2.0])
 
 
 @SETTINGS
@@ -105,7 +105,8 @@ values = st.sampled_from([None, "1", "2", "x", "dup", 3, 2.0])
 def test_categorical_columns_encode_as_their_values(column, data):
     # chunks of one stream share its categories (hashed once); a chunk with other categories
     # must not reuse them
-    detector = EpisodeDetector("dup fd=1 => $r\nexecve fd=x")
+    # (the episode also reads ``exe``, which the rows lack: null throughout)
+    detector = EpisodeDetector("dup fd=1 => $r\nexecve fd=x exe=$e\n{ x ; dup }")
     text = pd.Series([None if v is None else str(v) for v in column], dtype=object)
     frame = pd.DataFrame({"call": text, "fd": pd.Series(column, dtype=object), "ret": text})
     expected = detector.encode(frame)

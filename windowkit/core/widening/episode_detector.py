@@ -165,29 +165,59 @@ class EpisodeDetector(Detector):
             msg = (f"the episode detector needs a {CALL!r} column; the rows have "
                    f"{list(rows.columns)}")
             raise ValueError(msg)
+        present = [(j, rows[name]) for j, name in enumerate(self.columns) if name in rows]
+        if all(isinstance(c.dtype, pd.CategoricalDtype) for _, c in present):
+            # per category, once per stream (chunks share categories): its hash and the
+            # steps whose terms on that column it meets; a row's step mask is then the AND
+            # over its columns, filled with the hashes in one compiled pass
+            codes = np.empty((len(rows), len(present)), dtype=np.int32)
+            hashes, bits, offsets, targets = [], [], [0], []
+            base = (1 << len(self._group)) - 1
+            for i, (j, column) in enumerate(present):
+                codes[:, i] = column.cat.codes.to_numpy()
+                h, b = self._category_tables(j, column.cat.categories)
+                hashes.append(h)
+                bits.append(b)
+                offsets.append(offsets[-1] + len(h))
+                targets.append(1 + j)
+            for j in range(len(self.columns)):  # a column the rows lack is null throughout
+                if self.columns[j] not in rows:
+                    base &= int(self._column_bits(1 + j, np.zeros(1, np.int64))[0])
+            return _encode_codes(codes, np.concatenate(hashes), np.concatenate(bits),
+                                 np.asarray(offsets, np.int64), np.asarray(targets, np.int64),
+                                 self.width, base)
         out = np.zeros((len(rows), self.width), dtype=np.int64)
-        for j, name in enumerate(self.columns):
-            if name not in rows:
-                continue
-            column = rows[name]
-            if isinstance(column.dtype, pd.CategoricalDtype):
-                # hash each category once (and once per stream: chunks share categories)
-                _fill_column(out, 1 + j, column.cat.codes.to_numpy(),
-                             self._category_hashes(name, column.cat.categories))
-            else:
-                out[:, 1 + j] = hash_values(column)
+        for j, column in present:
+            out[:, 1 + j] = hash_values(column)
         out[:, 0] = _step_masks(out, self._ptr, self._cols, self._kinds, self._vals)
         return out
 
-    def _category_hashes(self, name: str, categories: pd.Index) -> np.ndarray:
+    def _category_tables(self, j: int, categories: pd.Index) -> tuple[np.ndarray, np.ndarray]:
+        """Hashes and step bits of a categorical column's values, null first."""
         cache = self.__dict__.setdefault("_category_cache", {})
-        known = cache.get(name)
+        known = cache.get(j)
         if known is not None and (known[0] is categories or (
                 known[0].dtype == categories.dtype and known[0].equals(categories))):
-            return known[1]
-        table = hash_values(pd.Series(np.asarray(categories, dtype=object)))
-        cache[name] = (categories, table)
-        return table
+            return known[1], known[2]
+        hashes = np.concatenate([np.zeros(1, np.int64),
+                                 hash_values(pd.Series(np.asarray(categories, dtype=object)))])
+        bits = self._column_bits(1 + j, hashes)
+        cache[j] = (categories, hashes, bits)
+        return hashes, bits
+
+    def _column_bits(self, target: int, values: np.ndarray) -> np.ndarray:
+        """For each hashed value of encoded column ``target``: the steps whose terms on that
+        column it meets (a literal equal, any other term present)."""
+        bits = np.full(len(values), (1 << len(self._group)) - 1, dtype=np.int64)
+        for s in range(len(self._ptr) - 1):
+            for c in range(self._ptr[s], self._ptr[s + 1]):
+                if self._cols[c] != target:
+                    continue
+                ok = values != 0
+                if self._kinds[c] == 0:
+                    ok &= values == self._vals[c]
+                bits[~ok] &= ~(1 << s)
+        return bits
 
     def detect(self, window: np.ndarray) -> list[Match]:
         """Matches in one window of encoded rows (positions in written step order)."""
@@ -234,30 +264,45 @@ class EpisodeDetector(Detector):
 
 
 @numba.njit(cache=True)
-def _fill_column(out, j, codes, table):  # pragma: no cover - compiled
-    """``out[:, j]``: each code's hash, 0 for a null (code -1)."""
-    for i in range(len(codes)):
-        out[i, j] = table[codes[i]] if codes[i] >= 0 else 0
+def _encode_codes(codes, hashes, bits, offsets, targets, width,
+                  base):  # pragma: no cover - compiled
+    """Encoded rows from category codes: column ``targets[c]`` takes the hash of code
+    ``codes[:, c]`` (``hashes[offsets[c]:offsets[c + 1]]``, null first); column 0 the AND of
+    ``base`` and the codes' step bits."""
+    n = codes.shape[0]
+    out = np.zeros((n, width), dtype=np.int64)
+    for i in range(n):
+        m = base
+        for c in range(codes.shape[1]):
+            at = offsets[c] + codes[i, c] + 1
+            out[i, targets[c]] = hashes[at]
+            m &= bits[at]
+        out[i, 0] = m
+    return out
+
+
+@numba.njit(cache=True)
+def _row_mask(rows, i, ptr, cols, kinds, vals):  # pragma: no cover - compiled
+    """Bit s: row i meets step s's literals and presence (not its variables)."""
+    m = np.int64(0)
+    for s in range(len(ptr) - 1):
+        ok = True
+        for c in range(ptr[s], ptr[s + 1]):
+            v = rows[i, cols[c]]
+            if v == 0 or (kinds[c] == 0 and v != vals[c]):
+                ok = False
+                break
+        if ok:
+            m |= np.int64(1) << s
+    return m
 
 
 @numba.njit(cache=True)
 def _step_masks(rows, ptr, cols, kinds, vals):  # pragma: no cover - compiled
-    """Bit s of a row's mask: the row meets step s's literals and presence (not variables)."""
-    n = rows.shape[0]
-    n_steps = len(ptr) - 1
-    out = np.zeros(n, dtype=np.int64)
-    for i in range(n):
-        m = np.int64(0)
-        for s in range(n_steps):
-            ok = True
-            for c in range(ptr[s], ptr[s + 1]):
-                v = rows[i, cols[c]]
-                if v == 0 or (kinds[c] == 0 and v != vals[c]):
-                    ok = False
-                    break
-            if ok:
-                m |= np.int64(1) << s
-        out[i] = m
+    """The step mask of each row (see :func:`_row_mask`)."""
+    out = np.zeros(rows.shape[0], dtype=np.int64)
+    for i in range(rows.shape[0]):
+        out[i] = _row_mask(rows, i, ptr, cols, kinds, vals)
     return out
 
 
