@@ -347,10 +347,10 @@ class WindowWidening(StreamOperator):
             _joined(self._held), bound, cfg.base, cfg.max_length, cfg.report == "first",
             cfg.base_chunks, self.records_given, self.windows_run, stats)
         self.windows_skipped, self.max_window_rows = int(stats[0]), int(stats[1])
-        self._pending = _split(*pending)
-        self._held = _split(*held)
         out = self._report(self._detect(*windows))
-        self._compact()
+        pending_refs, held_refs = self._compact(pending[0], held[0])
+        self._pending = _split(pending_refs, *pending[1:])
+        self._held = _split(held_refs, *held[1:])
         self._prune_seen(bound)
         return out
 
@@ -394,27 +394,31 @@ class WindowWidening(StreamOperator):
                          ",".join(map(str, ords))))
         if not rows:
             return self.empty_output()
-        out = pd.DataFrame(rows, columns=[name for name, _ in OUTPUT_SCHEMA])
-        for name, kind in OUTPUT_SCHEMA:
+        columns = list(zip(*rows, strict=True))
+        data = {}
+        for (name, kind), values in zip(OUTPUT_SCHEMA, columns, strict=True):
             if kind in ("int64", "timestamp"):
-                out[name] = out[name].astype(np.int64)
-        return out
+                data[name] = np.asarray(values, dtype=np.int64)
+            else:  # the dtype pandas infers (e.g. int64 for integer keys)
+                data[name] = pd.Series(values)
+        return pd.DataFrame(data)
 
-    def _compact(self) -> None:
-        """Keep only the rows some level still needs, and renumber the references."""
+    def _compact(self, pending: np.ndarray,
+                 held: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Keep only the stored rows some level still needs (referenced by the levels'
+        ``pending`` and ``held`` lists); returns the lists renumbered."""
         st = self._store
         mark = np.zeros(len(st["time"]), dtype=bool)
-        for refs, _ in (*self._pending, *self._held):
-            mark[refs] = True
+        mark[pending] = True
+        mark[held] = True
         live = np.flatnonzero(mark)
         if len(live) == len(st["time"]):
-            return
+            return pending, held
         remap = np.full(len(st["time"]), -1, dtype=np.int64)
         remap[live] = np.arange(len(live))
         compact_rows(live, st)
         self._store = {name: arr[: len(live)] for name, arr in st.items()}
-        self._pending = [(remap[r], f) for r, f in self._pending]
-        self._held = [(remap[r], f) for r, f in self._held]
+        return remap[pending], remap[held]
 
     def _prune_seen(self, bound: int) -> None:
         """Forget matches no later window can hold (every window lasts at most 2 d_K)."""
