@@ -86,9 +86,17 @@ def append_rows(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n_slots
         parts = [empty, parts[0]]
     (a_slot, a_time, a_feat), (b_slot, b_time, b_feat) = parts
     bufs = [buffers[name] for name in STORE_COLUMNS]
-    if not all(b.flags.writeable and b.flags.c_contiguous and b.dtype == np.int64
-               for b in bufs):
-        bufs = [np.array(b[:length], dtype=np.int64) for b in bufs]
+    n = len(a_slot) + len(b_slot)
+    if length + n > len(bufs[0]) or not all(
+            b.flags.writeable and b.flags.c_contiguous and b.dtype == np.int64 for b in bufs):
+        # twice the room needed, the stored rows copied (a batch then writes only its rows)
+        size = 2 * (length + n)
+        grown = []
+        for b in bufs:
+            new = np.empty((size, *b.shape[1:]), dtype=np.int64)
+            new[:length] = b[:length]
+            grown.append(new)
+        bufs = grown
     out = _append(np.ascontiguousarray(a_slot, np.int64), np.ascontiguousarray(a_time, np.int64),
                   np.ascontiguousarray(a_feat, np.int64), np.ascontiguousarray(b_slot, np.int64),
                   np.ascontiguousarray(b_time, np.int64), np.ascontiguousarray(b_feat, np.int64),
@@ -223,6 +231,7 @@ def _number(slot, time, next_seq, last_time, ties):  # pragma: no cover - compil
 @numba.njit(cache=True)
 def _append(a_slot, a_time, a_feat, b_slot, b_time, b_feat, n_slots, m, slot, seq, time,
             ordinal, feat, next_seq, last_time, ties):  # pragma: no cover - compiled
+    # the buffers have room for the rows (the caller grows them)
     n_a = len(a_slot)
     n = n_a + len(b_slot)
     width = feat.shape[1]
@@ -240,13 +249,6 @@ def _append(a_slot, a_time, a_feat, b_slot, b_time, b_feat, n_slots, m, slot, se
     start[0] = m
     for s in range(n_slots):
         start[s + 1] += start[s]
-    if m + n > len(slot):  # the buffers are full: twice the room, the stored rows copied
-        size = 2 * (m + n)
-        slot, seq, time, ordinal = (_resized(slot, m, size), _resized(seq, m, size),
-                                    _resized(time, m, size), _resized(ordinal, m, size))
-        new_feat = np.empty((size, width), np.int64)
-        new_feat[:m] = feat[:m]
-        feat = new_feat
     for i in range(n):
         if i < n_a:
             s, t = a_slot[i], a_time[i]
@@ -271,13 +273,6 @@ def _append(a_slot, a_time, a_feat, b_slot, b_time, b_feat, n_slots, m, slot, se
             ties[s] = 1
             last_time[s] = t
     return True, slot, seq, time, ordinal, feat
-
-
-@numba.njit(cache=True)
-def _resized(a, m, size):  # pragma: no cover - compiled
-    out = np.empty(size, np.int64)
-    out[:m] = a[:m]
-    return out
 
 
 @numba.njit(cache=True)
@@ -334,35 +329,22 @@ def _close(slot, time, rel, need, p_refs, p_part, p_off, h_refs, h_part, h_off, 
     hc = h_off[:-1].copy()
     # outputs: new pending / held entries tagged with their level (sorted by level at the end)
     cap = len(p_refs) + len(h_refs) + 16
-    op_r = np.empty(cap, np.int64)
-    op_p = np.empty(cap, np.int64)
-    op_l = np.empty(cap, np.int64)
+    # (arrays grown together are rows of one array: fewer arrays to grow compile faster)
+    op = np.empty((3, cap), np.int64)  # reference, partial flag, level
     n_op = 0
-    oh_r = np.empty(cap, np.int64)
-    oh_p = np.empty(cap, np.int64)
-    oh_l = np.empty(cap, np.int64)
+    oh = np.empty((3, cap), np.int64)
     n_oh = 0
-    w_slot = np.empty(16, np.int64)
-    w_level = np.empty(16, np.int64)
-    w_start = np.empty(16, np.int64)
-    w_piece = np.empty(16, np.int64)
-    w_lo = np.empty(16, np.int64)
-    w_hi = np.empty(16, np.int64)
+    w = np.empty((6, 16), np.int64)  # slot, level, start, piece, lo, hi
     n_w = 0
     given = np.empty(16, np.int64)
     n_given = 0
     # per-key scratch, two of each: a level's window table (held rows, then the rows it
     # closes) is built while the table of the level below still holds this level's input
-    t_r = np.empty((2, 64), np.int64)
-    t_p = np.empty((2, 64), np.int64)  # bit 0: the row's batch misses rows; bit 1: relevant
+    # tab[x, 0]: stored row; tab[x, 1]: bit 0, its batch misses rows; bit 1, it is relevant
+    tab = np.empty((2, 2, 64), np.int64)
     rel_at = np.empty(64, np.int64)  # table positions of the relevant rows
     # the table's batches (groups): rows lo..hi, batch, any partial row, relevant rows
-    g_lo = np.empty(64, np.int64)
-    g_hi = np.empty(64, np.int64)
-    g_b = np.empty(64, np.int64)
-    g_part = np.empty(64, np.int64)
-    g_rlo = np.empty(64, np.int64)
-    g_rhi = np.empty(64, np.int64)
+    grp = np.empty((6, 64), np.int64)  # lo, hi, batch, any partial row, relevant rows lo, hi
     step = 2 * length
     while True:
         s = _NO_SLOT
@@ -392,21 +374,14 @@ def _close(slot, time, rel, need, p_refs, p_part, p_off, h_refs, h_part, h_off, 
                 c_lo = c_hi = 0
                 continue
             n_max = n_h + n_p + n_c
-            if t_r.shape[1] < n_max:
-                t_r, t_p = _grow_tables(t_r, t_p, n_max)
+            if tab.shape[2] < n_max:
+                tab = _grow_tables(tab, n_max)
                 rel_at = _grow(rel_at, n_max)
-                g_lo = _grow(g_lo, n_max)
-                g_hi = _grow(g_hi, n_max)
-                g_b = _grow(g_b, n_max)
-                g_part = _grow(g_part, n_max)
-                g_rlo = _grow(g_rlo, n_max)
-                g_rhi = _grow(g_rhi, n_max)
-            if n_op + n_p + n_c > len(op_r):
-                op_r = _grow(op_r, n_op + n_p + n_c)
-                op_p = _grow(op_p, n_op + n_p + n_c)
-                op_l = _grow(op_l, n_op + n_p + n_c)
-            tr = t_r[cur]
-            tp = t_p[cur]
+                grp = _grow_rows(grp, n_max)
+            if n_op + n_p + n_c > op.shape[1]:
+                op = _grow_rows(op, n_op + n_p + n_c)
+            tr = tab[cur, 0]
+            tp = tab[cur, 1]
             # the table: held rows, then the input rows (pending, then closed below) whose
             # batch ends by the bound; the other input rows stay pending. Groups (batches)
             # are closed as the next one starts, truncated then above level 0.
@@ -421,59 +396,58 @@ def _close(slot, time, rel, need, p_refs, p_part, p_off, h_refs, h_part, h_off, 
                     r = p_refs[p_start + i - n_h]
                     flag = p_part[p_start + i - n_h] | (2 if rel[r] != 0 else 0)
                 else:
-                    r = t_r[prev, c_lo + i - n_h - n_p]
-                    flag = t_p[prev, c_lo + i - n_h - n_p]
+                    r = tab[prev, 0, c_lo + i - n_h - n_p]
+                    flag = tab[prev, 1, c_lo + i - n_h - n_p]
                 b = cell[r] >> k
                 if i >= n_h and b + 1 > last_cell:
-                    op_r[n_op] = r
-                    op_p[n_op] = flag & 1
-                    op_l[n_op] = k
+                    op[0, n_op] = r
+                    op[1, n_op] = flag & 1
+                    op[2, n_op] = k
                     n_op += 1
                     continue
-                if n_g == 0 or b != g_b[n_g - 1]:
+                if n_g == 0 or b != grp[2, n_g - 1]:
                     if n_g:
-                        n_t, n_rel = _end_group(tr, tp, rel_at, n_t, n_rel, g_lo, g_hi,
-                                                g_part, g_rlo, g_rhi, n_g - 1, k, length)
-                    g_lo[n_g] = n_t
-                    g_b[n_g] = b
-                    g_part[n_g] = 0
+                        n_t, n_rel = _end_group(tr, tp, rel_at, n_t, n_rel, grp, n_g - 1, k,
+                                                length)
+                    grp[0, n_g] = n_t
+                    grp[2, n_g] = b
+                    grp[3, n_g] = 0
                     g_old = i < n_h
-                    g_rlo[n_g] = g_old  # whether the group is held (made by a previous call)
+                    grp[4, n_g] = g_old  # whether the group is held (made by a previous call)
                     n_g += 1
                 tr[n_t] = r
                 tp[n_t] = flag
-                g_part[n_g - 1] |= flag & 1
+                grp[3, n_g - 1] |= flag & 1
                 n_t += 1
             if n_g == 0:
                 c_lo = c_hi = 0
                 continue
-            n_t, n_rel = _end_group(tr, tp, rel_at, n_t, n_rel, g_lo, g_hi, g_part, g_rlo,
-                                    g_rhi, n_g - 1, k, length)
+            n_t, n_rel = _end_group(tr, tp, rel_at, n_t, n_rel, grp, n_g - 1, k, length)
             c_lo, c_hi = n_h, n_t  # the next level's input: the closed rows, as truncated
             table_at = -1  # where the table's relevant rows start in ``given``, once copied
             for g in range(n_g):
-                b = g_b[g]
-                same_next = g + 1 < n_g and g_b[g + 1] == b + 1
-                same_prev = g > 0 and g_b[g - 1] == b - 1
+                b = grp[2, g]
+                same_next = g + 1 < n_g and grp[2, g + 1] == b + 1
+                same_prev = g > 0 and grp[2, g - 1] == b - 1
                 due = b + 2 <= last_cell
                 # windows (b, b+1) of two batches with rows, (b-1, b) and (b, b+1) of one
                 for kind in range(3):
                     if kind == 0:
                         if not same_next:
                             continue
-                        lo, hi, start, last = g_lo[g], g_hi[g + 1], b, g + 1
+                        lo, hi, start, last = grp[0, g], grp[1, g + 1], b, g + 1
                     elif kind == 1:
-                        if g_lo[g] < n_h or same_prev:  # only a new batch has a leading window
+                        if grp[0, g] < n_h or same_prev:  # only a new batch has a leading window
                             continue
-                        lo, hi, start, last = g_lo[g], g_hi[g], b - 1, g
+                        lo, hi, start, last = grp[0, g], grp[1, g], b - 1, g
                     else:
                         if same_next or not due:
                             continue
-                        lo, hi, start, last = g_lo[g], g_hi[g], b, g
+                        lo, hi, start, last = grp[0, g], grp[1, g], b, g
                     if k >= 1 and report_first:
                         # a window with all its interval's rows, lying within one lower-level
                         # window, holds exactly that window's rows: it found the same matches
-                        complete = g_part[g] == 0 and g_part[last] == 0
+                        complete = grp[3, g] == 0 and grp[3, last] == 0
                         narrow = (cell[tr[hi - 1]] >> (k - 1)) - (cell[tr[lo]] >> (k - 1)) <= 1
                         if complete and narrow:
                             stats[0] += 1
@@ -481,17 +455,17 @@ def _close(slot, time, rel, need, p_refs, p_part, p_off, h_refs, h_part, h_off, 
                     n_pieces = 1
                     if k == 0 and base_chunks and hi - lo > 2 * step:
                         n_pieces = -(-(hi - lo - 2 * step) // step) + 1
-                    ra = g_rlo[g]
+                    ra = grp[4, g]
                     for p in range(n_pieces):
                         a = lo + p * step
                         z = hi
-                        rz = g_rhi[last]
+                        rz = grp[5, last]
                         if n_pieces > 1:
                             z = min(a + 2 * step, hi)
                             while ra < rz and rel_at[ra] < a:
                                 ra += 1
                             rz = ra
-                            while rz < g_rhi[last] and rel_at[rz] < z:
+                            while rz < grp[5, last] and rel_at[rz] < z:
                                 rz += 1
                         records_given[k] += z - a
                         windows_run[k] += 1
@@ -511,46 +485,39 @@ def _close(slot, time, rel, need, p_refs, p_part, p_off, h_refs, h_part, h_off, 
                             for i in range(n_rel):
                                 given[n_given + i] = tr[rel_at[i]]
                             n_given += n_rel
-                        if n_w == len(w_lo):
-                            w_slot = _grow(w_slot, n_w + 1)
-                            w_level = _grow(w_level, n_w + 1)
-                            w_start = _grow(w_start, n_w + 1)
-                            w_piece = _grow(w_piece, n_w + 1)
-                            w_lo = _grow(w_lo, n_w + 1)
-                            w_hi = _grow(w_hi, n_w + 1)
-                        w_slot[n_w] = s
-                        w_level[n_w] = k
-                        w_start[n_w] = start * (base << k)
-                        w_piece[n_w] = p
-                        w_lo[n_w] = table_at + ra
-                        w_hi[n_w] = table_at + rz
+                        if n_w == w.shape[1]:
+                            w = _grow_rows(w, n_w + 1)
+                        w[0, n_w] = s
+                        w[1, n_w] = k
+                        w[2, n_w] = start * (base << k)
+                        w[3, n_w] = p
+                        w[4, n_w] = table_at + ra
+                        w[5, n_w] = table_at + rz
                         n_w += 1
             # the key's last batch waits for its successor unless its trailing window ran
-            if not g_b[n_g - 1] + 2 <= last_cell:
-                a, z = g_lo[n_g - 1], g_hi[n_g - 1]
-                if n_oh + z - a > len(oh_r):
-                    oh_r = _grow(oh_r, n_oh + z - a)
-                    oh_p = _grow(oh_p, n_oh + z - a)
-                    oh_l = _grow(oh_l, n_oh + z - a)
+            if not grp[2, n_g - 1] + 2 <= last_cell:
+                a, z = grp[0, n_g - 1], grp[1, n_g - 1]
+                if n_oh + z - a > oh.shape[1]:
+                    oh = _grow_rows(oh, n_oh + z - a)
                 for i in range(a, z):
-                    oh_r[n_oh] = tr[i]
-                    oh_p[n_oh] = tp[i] & 1
-                    oh_l[n_oh] = k
+                    oh[0, n_oh] = tr[i]
+                    oh[1, n_oh] = tp[i] & 1
+                    oh[2, n_oh] = k
                     n_oh += 1
-    np_r, np_p, np_off = _by_level(op_r, op_p, op_l, n_op, levels)
-    nh_r, nh_p, nh_off = _by_level(oh_r, oh_p, oh_l, n_oh, levels)
-    return (np_r, np_p, np_off, nh_r, nh_p, nh_off, w_slot[:n_w], w_level[:n_w],
-            w_start[:n_w], w_piece[:n_w], w_lo[:n_w], w_hi[:n_w], given[:n_given])
+    np_r, np_p, np_off = _by_level(op[0], op[1], op[2], n_op, levels)
+    nh_r, nh_p, nh_off = _by_level(oh[0], oh[1], oh[2], n_oh, levels)
+    return (np_r, np_p, np_off, nh_r, nh_p, nh_off, w[0, :n_w].copy(), w[1, :n_w].copy(),
+            w[2, :n_w].copy(), w[3, :n_w].copy(), w[4, :n_w].copy(), w[5, :n_w].copy(),
+            given[:n_given])
 
 
 @numba.njit(cache=True)
-def _end_group(tr, tp, rel_at, n_t, n_rel, g_lo, g_hi, g_part, g_rlo, g_rhi, g, k,
-               length):  # pragma: no cover - compiled
-    """Close group ``g`` (rows ``g_lo[g]..n_t`` of the table): above level 0 a new batch of
+def _end_group(tr, tp, rel_at, n_t, n_rel, grp, g, k, length):  # pragma: no cover - compiled
+    """Close group ``g`` (rows ``grp[0, g]..n_t`` of the table): above level 0 a new batch of
     over 2L rows keeps its first and last L (Algorithm 2), and a batch missing rows flags all
     its rows. Lists its relevant rows; returns the table's and the relevant rows' new ends."""
-    lo = g_lo[g]
-    held = g_rlo[g] == 1
+    lo = grp[0, g]
+    held = grp[4, g] == 1
     if k >= 1 and not held:
         size = n_t - lo
         if size > 2 * length:
@@ -558,26 +525,31 @@ def _end_group(tr, tp, rel_at, n_t, n_rel, g_lo, g_hi, g_part, g_rlo, g_rhi, g, 
                 tr[lo + length + i] = tr[n_t - length + i]
                 tp[lo + length + i] = tp[n_t - length + i]
             n_t = lo + 2 * length
-            g_part[g] = 1
-        if g_part[g]:
+            grp[3, g] = 1
+        if grp[3, g]:
             for i in range(lo, n_t):
                 tp[i] |= 1
-    g_hi[g] = n_t
-    g_rlo[g] = n_rel
+    grp[1, g] = n_t
+    grp[4, g] = n_rel
     for i in range(lo, n_t):
         if tp[i] & 2:
             rel_at[n_rel] = i
             n_rel += 1
-    g_rhi[g] = n_rel
+    grp[5, g] = n_rel
     return n_t, n_rel
 
 
 @numba.njit(cache=True)
-def _grow_tables(t_r, t_p, n):  # pragma: no cover - compiled
-    """Grow the two-row scratch tables to at least ``n`` columns, keeping their content."""
-    size = max(n, 2 * t_r.shape[1])
-    new_r = np.empty((2, size), np.int64)
-    new_p = np.empty((2, size), np.int64)
-    new_r[:, : t_r.shape[1]] = t_r
-    new_p[:, : t_p.shape[1]] = t_p
-    return new_r, new_p
+def _grow_tables(t, n):  # pragma: no cover - compiled
+    """Grow the scratch tables to at least ``n`` rows, keeping their content."""
+    new = np.empty((t.shape[0], t.shape[1], max(n, 2 * t.shape[2])), np.int64)
+    new[:, :, : t.shape[2]] = t
+    return new
+
+
+@numba.njit(cache=True)
+def _grow_rows(a, n):  # pragma: no cover - compiled
+    """Grow the rows of a 2-d array to at least ``n`` entries, keeping their content."""
+    new = np.empty((a.shape[0], max(n, 2 * a.shape[1])), np.int64)
+    new[:, : a.shape[1]] = a
+    return new
