@@ -379,3 +379,23 @@ def test_mergeable_sketches_on_event_time_ticks_equal_the_core(spark):
     expected = core_snapshots(sites, **params)
     expected["time"] *= POSITION_MICROS  # a timestamp in µs, not a position
     pd.testing.assert_frame_equal(out, expected)
+
+
+def test_a_site_whose_rows_all_left_the_window_still_sends_its_empty_window(spark):
+    # Only rows of the last two windows reach Python on the mergeable path; a site (here the
+    # router that stopped early) with none of them must still send the snapshot its core
+    # operator sends: its clock moved to the input's end, nothing left in the window.
+    from windowkit.spark.countmin import count_min_sites, windowed_count_min
+
+    n = 2000
+    pdf = pd.DataFrame({"item": zipf_items(n, 40, seed=12), "t": np.arange(n, dtype=np.int64),
+                        "router": np.where(np.arange(n) < 300, "early", "late")})
+    params = {"window": 200, "algorithm": "proportional", "epsilon": 0.05, "delta": 0.25}
+    df = spark.createDataFrame(pdf).repartition(3)
+    out = canonical(windowed_count_min(df, "item", "t", by="router", shards=8, **params)
+                    .toPandas())
+    sites = count_min_sites(df, "item", "t", by="router", shards=8).toPandas()
+    assert sites.groupby("router")["shard"].first().nunique() == 2
+    pd.testing.assert_frame_equal(out, core_snapshots(sites, **params))
+    early = sites.loc[sites["router"] == "early", "shard"].iloc[0]
+    assert CountMin.from_bytes(out.loc[out["shard"] == early, "sketch"].iloc[0]).counts.sum() == 0

@@ -323,35 +323,53 @@ MERGEABLE = frozenset({"simple", "proportional", "perfect"})
 each input partition's rows where they are read and merges the parts, with no shuffle of rows."""
 
 _PARTIAL_SCHEMA = T.StructType([
-    T.StructField("wk_site", T.IntegerType()), T.StructField("n_seen", T.LongType()),
-    T.StructField("last", T.LongType()), T.StructField("part", T.BinaryType()),
+    T.StructField("wk_site", T.IntegerType()), T.StructField("part", T.BinaryType()),
     T.StructField("detail", T.StringType())])
+_SNAPSHOT_SCHEMA = T.StructType([
+    T.StructField(SHARD, T.IntegerType()), T.StructField("seq", T.LongType()),
+    T.StructField("n_seen", T.LongType()), T.StructField("time", T.LongType()),
+    T.StructField("sketch", T.BinaryType()), T.StructField(REJECTED, T.StringType()),
+    T.StructField(DETAIL_OUT, T.StringType())])
 
 
 def _merged_partials(prepared: DataFrame, key: Column, site: Column, step: Column,
                      factory: Callable[[], WindowedCountMinOperator]) -> DataFrame:
     """Every site's final snapshot, as the adapter's per-site operator gives it, from sketches
-    of each input partition's rows merged on one group (a time-based window is the sum of its
-    parts: sketching a part's rows in order and merging them, lagging clocks moved forward,
-    gives the site's counts of the last window exactly)."""
+    of each input partition's rows merged per site.
+
+    A time-based window is the sum of its parts: sketching a part's rows in order and merging
+    the parts (lagging clocks moved forward) gives the site's counts of its last window
+    exactly. One small job first counts each site's rows and finds its last step in the JVM;
+    then only rows of the last two windows (and malformed rows) reach Python.
+    """
     own = [F.col(f"`{c}`") for c in prepared.columns if not c.startswith(INTERNAL_PREFIX)]
     rows = prepared.select(site.alias("wk_site"), step.alias("wk_step"),
                            key.alias("wk_item"),
                            F.when(step.isNull(), F.to_json(F.struct(*own))).alias("detail"))
+    stats = {int(r["wk_site"]): (int(r["n"]), int(r["last"])) for r in (
+        rows.filter(F.col("wk_step").isNotNull()).groupBy("wk_site")
+        .agg(F.count(F.lit(1)).alias("n"), F.max("wk_step").alias("last")).collect())}
+    template = factory()
+    tick, window = template.tick_micros, template.sketch.config.window
+    if stats:
+        end = max(last for _, last in stats.values())
+        # the last window ends at the last step; the block before it is as far back as any
+        # variant looks (Proportional's previous block)
+        cutoff = max((end // tick - 2 * window + 1) * tick, -(2**63))
+        rows = rows.filter((F.col("wk_step") >= F.lit(cutoff)) | F.col("wk_step").isNull())
+    else:
+        end = None
     partials = rows.mapInArrow(functools.partial(_sketch_partition, factory), _PARTIAL_SCHEMA)
-    schema = T.StructType([T.StructField(SHARD, T.IntegerType()),
-                           T.StructField("seq", T.LongType()),
-                           T.StructField("n_seen", T.LongType()),
-                           T.StructField("time", T.LongType()),
-                           T.StructField("sketch", T.BinaryType()),
-                           T.StructField(REJECTED, T.StringType()),
-                           T.StructField(DETAIL_OUT, T.StringType())])
-    # the parts are small (a count matrix per site and input partition): one group merges all,
-    # so it also knows the input's last step, where every site's last window ends
-    def merge(parts: pd.DataFrame) -> pd.DataFrame:
-        return _merge_partials(factory, parts)
+    # sites whose rows all lie before the cutoff still send their (empty) last window
+    quiet = [(site_id, None, None) for site_id in stats]
+    if quiet:
+        partials = partials.unionByName(partials.sparkSession.createDataFrame(
+            quiet, _PARTIAL_SCHEMA))
 
-    return partials.groupBy(F.lit(0).alias("wk_all")).applyInPandas(merge, schema)
+    def merge(parts: pd.DataFrame) -> pd.DataFrame:
+        return _merge_partials(factory, stats, end, parts)
+
+    return partials.groupBy("wk_site").applyInPandas(merge, _SNAPSHOT_SCHEMA)
 
 
 def _sketch_partition(factory: Callable[[], WindowedCountMinOperator],
@@ -368,66 +386,53 @@ def _sketch_partition(factory: Callable[[], WindowedCountMinOperator],
         bad = table.filter(pc.is_valid(detail))
         yield pa.RecordBatch.from_pydict(
             {"wk_site": bad.column("wk_site").combine_chunks(),
-             "n_seen": pa.nulls(bad.num_rows, pa.int64()),
-             "last": pa.nulls(bad.num_rows, pa.int64()),
              "part": pa.nulls(bad.num_rows, pa.binary()),
              "detail": bad.column("detail").combine_chunks()})
         table = table.filter(pc.is_null(detail))
     sites = table.column("wk_site").to_numpy()
     steps = table.column("wk_step").to_numpy()
     items = table.column("wk_item").to_numpy()
-    template = factory()
-    tick_micros = template.tick_micros
-    window = template.sketch.config.window
-    parts = {"wk_site": [], "n_seen": [], "last": [], "part": [], "detail": []}
-    present = np.flatnonzero(np.bincount(sites)).tolist()
+    tick_micros = factory().tick_micros
+    present = np.flatnonzero(np.bincount(sites)).tolist() if len(sites) else []
+    parts = {"wk_site": [], "part": [], "detail": []}
     for site in present:
         mine = sites == site if len(present) > 1 else slice(None)
-        site_steps, site_items = steps[mine], items[mine]
-        ticks = site_steps // tick_micros
-        # only the last two windows of this part can reach the site's last window (a later
-        # part only moves the window further on)
-        keep = ticks > ticks.max() - 2 * window
-        ticks, site_items = ticks[keep], site_items[keep]
+        ticks, site_items = steps[mine] // tick_micros, items[mine]
         if np.any(ticks[1:] < ticks[:-1]):  # input read in time order needs no sort
             order = np.argsort(ticks, kind="stable")
             ticks, site_items = ticks[order], site_items[order]
         sketch = factory().sketch
         sketch.update(site_items, ticks=ticks)
         parts["wk_site"].append(site)
-        parts["n_seen"].append(len(site_steps))
-        parts["last"].append(int(site_steps.max()))
         parts["part"].append(sketch.to_bytes())
         parts["detail"].append(None)
-    yield pa.RecordBatch.from_pydict(parts, schema=pa.schema(
-        [("wk_site", pa.int32()), ("n_seen", pa.int64()), ("last", pa.int64()),
-         ("part", pa.binary()), ("detail", pa.string())]))
+    if present:
+        yield pa.RecordBatch.from_pydict(parts, schema=pa.schema(
+            [("wk_site", pa.int32()), ("part", pa.binary()), ("detail", pa.string())]))
 
 
 def _merge_partials(factory: Callable[[], WindowedCountMinOperator],
+                    stats: dict[int, tuple[int, int]], end: int | None,
                     parts: pd.DataFrame) -> pd.DataFrame:
-    """Each site's final snapshot from its parts; malformed rows pass through."""
+    """One site's final snapshot from its parts; its malformed rows pass through."""
+    site = int(parts["wk_site"].iloc[0])
     bad = parts[parts["detail"].notna()]
-    good = parts[parts["detail"].isna()]
     rows = []
-    end = int(good["last"].max()) if len(good) else None
-    for site, site_parts in good.groupby("wk_site", sort=True):
-        sketches = [type(factory().sketch).from_bytes(bytes(b)) for b in site_parts["part"]]
-        merged = sketches[0]
-        for other in sketches[1:]:
-            merged.merge(other)
+    if site in stats:
         operator = factory()
-        operator.sketch = merged
-        operator.n_seen = merged.n_samples = int(site_parts["n_seen"].sum())
-        operator.last_time = int(site_parts["last"].max())
+        sketch = operator.sketch
+        for blob in parts.loc[parts["part"].notna(), "part"]:
+            sketch.merge(type(sketch).from_bytes(bytes(blob)))
+        operator.n_seen, operator.last_time = stats[site]
+        sketch.n_samples = operator.n_seen
         operator.end_time = end
         snapshot = operator.finish().iloc[0]
-        rows.append({SHARD: int(site), "seq": int(snapshot["seq"]),
+        rows.append({SHARD: site, "seq": int(snapshot["seq"]),
                      "n_seen": int(snapshot["n_seen"]), "time": int(snapshot["time"]),
                      "sketch": snapshot["sketch"], REJECTED: None, DETAIL_OUT: None})
-    rejected = pd.DataFrame({SHARD: bad["wk_site"].astype("int64"), "seq": None,
-                             "n_seen": None, "time": None, "sketch": None,
-                             REJECTED: "malformed", DETAIL_OUT: bad["detail"]})
+    rejected = pd.DataFrame({SHARD: site, "seq": None, "n_seen": None, "time": None,
+                             "sketch": None, REJECTED: "malformed",
+                             DETAIL_OUT: bad["detail"].to_numpy()})
     out = pd.DataFrame(rows, columns=rejected.columns)
     return pd.concat([out, rejected], ignore_index=True) if len(rejected) else out
 
