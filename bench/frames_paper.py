@@ -317,16 +317,19 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs per timing (median)")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--output", default=os.path.join(os.path.dirname(__file__), "results"))
+    parser.add_argument("--parts", default="1,3,framings",
+                        help="what to run: experiment 1, experiment 3, the framings vs SQL")
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
 
     from windowkit.spark import windowkit_session
 
     workdir = tempfile.mkdtemp(prefix="wk-bench-frames-paper-")
     spark = windowkit_session(args.master, app_name="bench-frames-paper")
     try:
-        exp1 = experiment_1(spark, args, workdir)
-        exp3 = experiment_3(args)
-        framings = spark_framings(spark, args, workdir)
+        exp1 = experiment_1(spark, args, workdir) if "1" in parts else []
+        exp3 = experiment_3(args) if "3" in parts else []
+        framings = spark_framings(spark, args, workdir) if "framings" in parts else []
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print_table("Experiment 1: threshold frames vs the frame-like sliding-window query", exp1)
@@ -336,7 +339,9 @@ def main() -> None:
     report = {"args": vars(args), "machine": f"{platform.machine()} {os.cpu_count()} cores",
               "experiment_1": exp1, "experiment_3": exp3, "framings_vs_sql": framings}
     os.makedirs(args.output, exist_ok=True)
-    with open(os.path.join(args.output, "frames_paper.json"), "w") as fh:
+    suffix = "" if len(parts) == 3 else "_" + "_".join(sorted(parts))
+    name = f"frames_paper{suffix}.json"
+    with open(os.path.join(args.output, name), "w") as fh:
         json.dump(report, fh, indent=2, default=str)
     if any(r.get("same_frames_as_sql") is False for r in framings):
         sys.exit("some framing did not reproduce its SQL query's frames")
