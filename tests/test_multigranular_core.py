@@ -16,7 +16,7 @@ from windowkit.core.multigranular import (
 from windowkit.core.operator import EventTimeRunner
 from windowkit.core.serialization import StateFormatError
 from windowkit.reference.multigranular import reference_recurring, reference_reports
-from windowkit.testing.streams import shuffled_within, split_frame, split_points
+from windowkit.testing.streams import run_in_batches, shuffled_within, split_frame, split_points
 
 ALL = ("count", "sum", "mean", "min", "max", "variance", "stddev")
 BOUNDS = ["key", "level", "window_start", "window_end"]
@@ -53,17 +53,6 @@ def streams(draw, origin: int, with_items: bool = False, max_rows: int = 40) -> 
     return df.sort_values("time", kind="stable").reset_index(drop=True)
 
 
-def run_split(op_factory, df: pd.DataFrame, cuts: list[int]) -> pd.DataFrame:
-    """Feed micro-batches, with a bytes round trip of the operator between each."""
-    op = op_factory()
-    outs = []
-    for piece in split_frame(df, cuts):
-        outs.append(op.process(piece))
-        op = type(op).from_bytes(op.to_bytes())
-    outs.append(op.finish())
-    return pd.concat(outs, ignore_index=True)
-
-
 def assert_same_reports(got: pd.DataFrame, ref: pd.DataFrame, columns: list[str]) -> None:
     assert got.duplicated(BOUNDS).sum() == 0
     if not len(ref):
@@ -85,7 +74,7 @@ def test_aggregates_match_reference_under_any_split(data):
     weights = data.draw(st.lists(st.floats(0, 2), min_size=len(levels), max_size=len(levels)))
     df = data.draw(streams(origin))
     cuts = data.draw(split_points(len(df)))
-    got = run_split(lambda: MultiGranularAggregator(levels=levels, origin=origin,
+    got = run_in_batches(lambda: MultiGranularAggregator(levels=levels, origin=origin,
                                                     aggregates=ALL, regression=True,
                                                     weights=weights), df, cuts)
     ref = reference_reports(df[df.time >= origin], levels, origin, weights=weights)
@@ -113,7 +102,7 @@ def test_recurring_items_match_reference_under_any_split(data):
     origin = data.draw(st.integers(-3, 5))
     df = data.draw(streams(origin, with_items=True))
     cuts = data.draw(split_points(len(df)))
-    got = run_split(lambda: RecurringItems(levels=levels, origin=origin), df, cuts)
+    got = run_in_batches(lambda: RecurringItems(levels=levels, origin=origin), df, cuts)
     ref = reference_recurring(df[df.time >= origin], levels, origin)
     key = [*BOUNDS, "item"]
     got = got.sort_values(key).reset_index(drop=True)
@@ -126,7 +115,7 @@ def test_recurring_items_match_reference_under_any_split(data):
 def test_continuous_reporting_matches_reference(data):
     levels = data.draw(specs(max_levels=3))
     df = data.draw(streams(0, max_rows=25))
-    got = run_split(lambda: MultiGranularAggregator(levels=levels, report="continuous"), df,
+    got = run_in_batches(lambda: MultiGranularAggregator(levels=levels, report="continuous"), df,
                     data.draw(split_points(len(df))))
     ref = reference_reports(df, levels, continuous=True)
     assert_same_reports(got, ref, ["count", "sum", "min", "max"])

@@ -14,7 +14,7 @@ from windowkit.core.multigranular.distinct import relative_error
 from windowkit.core.operator import EventTimeRunner
 from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
 from windowkit.reference.multigranular import reference_reports
-from windowkit.testing.streams import shuffled_within, split_frame, split_points
+from windowkit.testing.streams import run_in_batches, shuffled_within, split_frame, split_points
 
 BOUNDS = ["key", "level", "window_start", "window_end"]
 
@@ -47,17 +47,6 @@ def streams(draw, origin: int, max_rows: int = 60) -> pd.DataFrame:
     return df.sort_values("time", kind="stable").reset_index(drop=True)
 
 
-def run_split(factory, df: pd.DataFrame, cuts: list[int]) -> pd.DataFrame:
-    """Feed micro-batches, with a bytes round trip of the operator between each."""
-    op = factory()
-    outs = []
-    for piece in split_frame(df, cuts):
-        outs.append(op.process(piece))
-        op = type(op).from_bytes(op.to_bytes())
-    outs.append(op.finish())
-    return pd.concat(outs, ignore_index=True)
-
-
 def by_bounds(df: pd.DataFrame) -> pd.DataFrame:
     return df.sort_values(BOUNDS).reset_index(drop=True)
 
@@ -71,7 +60,7 @@ def test_small_distinct_counts_are_exact_under_any_split(data):
     report = data.draw(st.sampled_from(["periodic", "continuous"]))
     df = data.draw(streams(origin))
     cuts = data.draw(split_points(len(df)))
-    got = run_split(lambda: MultiGranularAggregator(
+    got = run_in_batches(lambda: MultiGranularAggregator(
         levels=levels, origin=origin, aggregates=["count"], distinct=True, report=report),
         df, cuts)
     ref = reference_reports(df[df.time >= origin], levels, origin,

@@ -18,7 +18,9 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -218,6 +220,43 @@ def split_frame(df: pd.DataFrame, cut_points: list[int]) -> list[pd.DataFrame]:
         raise ValueError(msg)
     bounds = [0, *cuts, len(df)]
     return [df.iloc[a:b].reset_index(drop=True) for a, b in pairwise(bounds)]
+
+
+def run_in_batches(factory: Callable[[], Any], df: pd.DataFrame,
+                   cut_points: list[int]) -> pd.DataFrame:
+    """Feed ``df`` to a fresh operator as the micro-batches of :func:`split_frame`, through a
+    ``to_bytes``/``from_bytes`` round trip between batches, then ``finish()``; all output.
+
+    Parameters
+    ----------
+    factory : callable
+        Builds the operator (anything with ``process``, ``finish``, ``to_bytes`` and a
+        ``from_bytes`` class method).
+    df : pandas.DataFrame
+        The stream, rows in time order.
+    cut_points : list of int
+        Where to cut it (see :func:`split_frame`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The concatenated output of every call.
+
+    Examples
+    --------
+    >>> from windowkit.core.frames import ThresholdFramer
+    >>> rows = pd.DataFrame({"key": "a", "time": [1, 2, 3, 4], "value": [1, 1, 0, 1]})
+    >>> out = run_in_batches(lambda: ThresholdFramer(min_duration="2 rows"), rows, [1, 3])
+    >>> out[["start", "end", "status"]].values.tolist()
+    [[1, 3, 'final']]
+    """
+    operator = factory()
+    outputs = []
+    for piece in split_frame(df, cut_points):
+        outputs.append(operator.process(piece))
+        operator = type(operator).from_bytes(operator.to_bytes())
+    outputs.append(operator.finish())
+    return pd.concat(outputs, ignore_index=True)
 
 
 def shuffled_within(
