@@ -142,7 +142,7 @@ def test_a_rows_json_from_arrow_is_what_spark_to_json_writes(spark, zone):
                    date'2024-01-02' AS d, double('NaN') AS nan, double('inf') AS inf,
                    double('-inf') AS ninf, 1.5d AS x, true AS b, CAST(NULL AS INT) AS n,
                    array(1, 2) AS arr, named_struct('u', 1, 'v', CAST(NULL AS STRING)) AS st,
-                   3L AS l, X'0102' AS bin, -0.25d AS neg""")
+                   3L AS l, X'0102' AS bin, -0.25d AS neg, map('a', 1, 'b', 2) AS m""")
         expected = df.select(F.to_json(F.struct(*df.columns))).first()[0]
 
         def to_json_in_python(batches):

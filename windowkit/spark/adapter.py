@@ -519,6 +519,9 @@ def spark_json(row: dict) -> str:
 def _json_value(value: object) -> object:
     if isinstance(value, dict):
         return {k: _json_value(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list) and value and all(isinstance(v, tuple) for v in value):
+        # Arrow hands a map over as a list of (key, value) pairs; Spark writes an object
+        return {str(k): _json_value(v) for k, v in value}
     if isinstance(value, list | tuple):
         return [_json_value(v) for v in value]
     if isinstance(value, float):
