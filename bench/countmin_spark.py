@@ -104,7 +104,8 @@ def main() -> None:
 
     from windowkit.spark.session import windowkit_session
 
-    spark = windowkit_session("local[2]", app_name="windowkit-bench", shuffle_partitions=2)
+    spark = windowkit_session("local[2]", app_name="windowkit-bench", shuffle_partitions=2,
+                              quiet=True)
     with tempfile.TemporaryDirectory() as folder:
         path = write_input(args.rows, folder)
         cases = [("Spark count_min_sketch (no window)", None, None)]

@@ -158,7 +158,7 @@ def write_stream_files(readings: pd.DataFrame, workdir: str, n_files: int) -> tu
     closers = pd.DataFrame({"router": sorted(readings["router"].unique()), "time": far,
                             "loss_rate": 0.0})
     mover = closers.head(1).assign(time=far + pd.Timedelta(days=1))
-    pieces = np.array_split(readings, n_files)
+    pieces = [readings.iloc[rows] for rows in np.array_split(np.arange(len(readings)), n_files)]
     pieces[-1] = pd.concat([pieces[-1], closers, mover], ignore_index=True)
     for i, piece in enumerate(pieces):
         file = os.path.join(source, f"part-{i:03d}.parquet")
@@ -269,7 +269,7 @@ def main() -> None:
     results = run_core(readings, args.runs)
     from windowkit.spark import windowkit_session
 
-    spark = windowkit_session(args.master, app_name="bench-frames")
+    spark = windowkit_session(args.master, app_name="bench-frames", quiet=True)
     shards = args.shards or int(spark.conf.get("spark.sql.shuffle.partitions"))
     results.update(run_spark(spark, path, args.runs, shards))
     spark_runs = results.pop("spark_runs")

@@ -325,7 +325,7 @@ def main() -> None:
     from windowkit.spark import windowkit_session
 
     workdir = tempfile.mkdtemp(prefix="wk-bench-frames-paper-")
-    spark = windowkit_session(args.master, app_name="bench-frames-paper")
+    spark = windowkit_session(args.master, app_name="bench-frames-paper", quiet=True)
     try:
         exp1 = experiment_1(spark, args, workdir) if "1" in parts else []
         exp3 = experiment_3(args) if "3" in parts else []

@@ -174,7 +174,8 @@ def spark_data(rows: int, workdir: str, n_files: int = 10) -> tuple[str, str]:
     os.makedirs(files)
     df = df[["t", "source", "destination", "protocol", "duration", "bytes"]]
     df.to_parquet(table, index=False)
-    for i, part in enumerate(np.array_split(df, n_files)):
+    for i, rows in enumerate(np.array_split(np.arange(len(df)), n_files)):
+        part = df.iloc[rows]
         part.to_parquet(os.path.join(files, f"part{i:02d}.parquet"), index=False)
     return table, files
 
@@ -253,7 +254,7 @@ def differing(ours, theirs) -> int:
 def spark_benchmarks(rows: int, runs: int, master: str) -> dict:
     from windowkit.spark import multi_granular, windowkit_session
 
-    spark = windowkit_session(master, app_name="bench-multigranular")
+    spark = windowkit_session(master, app_name="bench-multigranular", quiet=True)
     workdir = tempfile.mkdtemp(prefix="wk-mg-")
     try:
         table, files = spark_data(rows, workdir)

@@ -106,7 +106,7 @@ def spark_row(stream: PersistentStream, runs: int = 3, tuples: int | None = None
         pq.write_table(pa.table({"item": stream.items[:size],
                                  "t": pa.array(times, pa.timestamp("us", tz="UTC"))}),
                        folder / "rows.parquet", row_group_size=1 << 20)
-        spark = windowkit_session(master, app_name="windowkit-persistent-bench")
+        spark = windowkit_session(master, app_name="windowkit-persistent-bench", quiet=True)
         df = spark.read.parquet(str(folder / "rows.parquet"))
         _, fixed_n, window_n = SHAPES["paper"]
         common = {"item": "item", "time": "t", "slot": f"{SLOT_SECONDS} seconds",

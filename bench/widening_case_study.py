@@ -163,7 +163,8 @@ def spark_part(cs, config: WideningConfig, chunk_files: int) -> dict:
     """Spark batch and streaming events/s over the same stream (written to Parquet first)."""
     from windowkit.spark import widen_detect, windowkit_session
 
-    spark = windowkit_session("local[2]", app_name="widening bench", shuffle_partitions=2)
+    spark = windowkit_session("local[2]", app_name="widening bench", shuffle_partitions=2,
+                              quiet=True)
     tmp = Path(tempfile.mkdtemp(prefix="wk_widen_"))
     events = cs.events.assign(time=pd.to_datetime(cs.events["time"], unit="us", utc=True))
     for c in ("call", "fd", "exe", "ret"):
