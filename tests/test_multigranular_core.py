@@ -16,26 +16,16 @@ from windowkit.core.multigranular import (
 from windowkit.core.operator import EventTimeRunner
 from windowkit.core.serialization import StateFormatError
 from windowkit.reference.multigranular import reference_recurring, reference_reports
-from windowkit.testing.streams import run_in_batches, shuffled_within, split_frame, split_points
+from windowkit.testing.streams import (
+    nested_levels,
+    run_in_batches,
+    shuffled_within,
+    split_frame,
+    split_points,
+)
 
 ALL = ("count", "sum", "mean", "min", "max", "variance", "stddev")
 BOUNDS = ["key", "level", "window_start", "window_end"]
-
-
-@st.composite
-def specs(draw, max_levels: int = 4) -> list[tuple[int, int]]:
-    """Valid levels: slides nest, ranges strictly increase and are multiples of slides."""
-    n = draw(st.integers(1, max_levels))
-    slide = draw(st.integers(1, 3))
-    levels = []
-    prev_range = 0
-    for _ in range(n):
-        if levels:
-            slide *= draw(st.integers(1, 3))
-        u = prev_range // slide + 1 + draw(st.integers(0, 3))
-        levels.append((u * slide, slide))
-        prev_range = u * slide
-    return levels
 
 
 @st.composite
@@ -69,7 +59,7 @@ def assert_same_reports(got: pd.DataFrame, ref: pd.DataFrame, columns: list[str]
 @settings(max_examples=50, deadline=None)
 @given(st.data())
 def test_aggregates_match_reference_under_any_split(data):
-    levels = data.draw(specs())
+    levels = data.draw(nested_levels())
     origin = data.draw(st.integers(-3, 5))
     weights = data.draw(st.lists(st.floats(0, 2), min_size=len(levels), max_size=len(levels)))
     df = data.draw(streams(origin))
@@ -98,7 +88,7 @@ def test_aggregates_match_reference_under_any_split(data):
 @settings(max_examples=30, deadline=None)
 @given(st.data())
 def test_recurring_items_match_reference_under_any_split(data):
-    levels = data.draw(specs())
+    levels = data.draw(nested_levels())
     origin = data.draw(st.integers(-3, 5))
     df = data.draw(streams(origin, with_items=True))
     cuts = data.draw(split_points(len(df)))
@@ -113,7 +103,7 @@ def test_recurring_items_match_reference_under_any_split(data):
 @settings(max_examples=25, deadline=None)
 @given(st.data())
 def test_continuous_reporting_matches_reference(data):
-    levels = data.draw(specs(max_levels=3))
+    levels = data.draw(nested_levels(max_levels=3))
     df = data.draw(streams(0, max_rows=25))
     got = run_in_batches(lambda: MultiGranularAggregator(levels=levels, report="continuous"), df,
                     data.draw(split_points(len(df))))
@@ -124,7 +114,7 @@ def test_continuous_reporting_matches_reference(data):
 @settings(max_examples=25, deadline=None)
 @given(st.data())
 def test_event_time_runner_with_disorder_matches_reference(data):
-    levels = data.draw(specs(max_levels=3))
+    levels = data.draw(nested_levels(max_levels=3))
     df = data.draw(streams(0, max_rows=30))
     delay = 6
     arrived = shuffled_within(df, delay, seed=data.draw(st.integers(0, 99)))

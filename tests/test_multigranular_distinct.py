@@ -14,24 +14,15 @@ from windowkit.core.multigranular.distinct import relative_error
 from windowkit.core.operator import EventTimeRunner
 from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
 from windowkit.reference.multigranular import reference_reports
-from windowkit.testing.streams import run_in_batches, shuffled_within, split_frame, split_points
+from windowkit.testing.streams import (
+    nested_levels,
+    run_in_batches,
+    shuffled_within,
+    split_frame,
+    split_points,
+)
 
 BOUNDS = ["key", "level", "window_start", "window_end"]
-
-
-@st.composite
-def specs(draw, max_levels: int = 4) -> list[tuple[int, int]]:
-    """Valid levels: slides nest, ranges strictly increase and are multiples of slides."""
-    n = draw(st.integers(1, max_levels))
-    slide = draw(st.integers(1, 3))
-    levels, prev_range = [], 0
-    for _ in range(n):
-        if levels:
-            slide *= draw(st.integers(1, 3))
-        u = prev_range // slide + 1 + draw(st.integers(0, 3))
-        levels.append((u * slide, slide))
-        prev_range = u * slide
-    return levels
 
 
 @st.composite
@@ -55,7 +46,7 @@ def by_bounds(df: pd.DataFrame) -> pd.DataFrame:
 @given(st.data())
 def test_small_distinct_counts_are_exact_under_any_split(data):
     # under ~2**12 / 16 distinct items a DataSketches HLL keeps the items' hashes: exact
-    levels = data.draw(specs())
+    levels = data.draw(nested_levels())
     origin = data.draw(st.integers(-3, 5))
     report = data.draw(st.sampled_from(["periodic", "continuous"]))
     df = data.draw(streams(origin))

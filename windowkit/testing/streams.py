@@ -163,6 +163,34 @@ def durations(
     return st.one_of(options)
 
 
+@st.composite
+def nested_levels(draw: st.DrawFn, max_levels: int = 4) -> list[tuple[int, int]]:
+    """Multi-granular window levels ``[(range, slide), ...]`` in integer time units, finest
+    first: every slide divides the next one, every range is a multiple of its slide and
+    longer than the range below it.
+
+    Examples
+    --------
+    >>> from hypothesis import given
+    >>> @given(nested_levels())
+    ... def check(levels):
+    ...     assert all(r % s == 0 for r, s in levels)
+    ...     assert all(b[1] % a[1] == 0 and b[0] > a[0] for a, b in zip(levels, levels[1:]))
+    >>> check()
+    """
+    n = draw(st.integers(1, max_levels))
+    slide = draw(st.integers(1, 3))
+    levels: list[tuple[int, int]] = []
+    prev_range = 0
+    for _ in range(n):
+        if levels:
+            slide *= draw(st.integers(1, 3))
+        units = prev_range // slide + 1 + draw(st.integers(0, 3))
+        levels.append((units * slide, slide))
+        prev_range = units * slide
+    return levels
+
+
 def split_points(n: int, max_batches: int = 6) -> st.SearchStrategy[list[int]]:
     """Strategy for sorted cut points in ``0..n`` (repeats allowed: empty micro-batches).
 
