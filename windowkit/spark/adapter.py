@@ -253,7 +253,7 @@ def run_operator(
         group_ids = spread_group_ids(shards)
         packed = prepared.mapInArrow(functools.partial(_pack_rows, group_ids), PACKED_SCHEMA)
         out = packed.groupBy(SHARD).transformWithStateInPandas(
-            statefulProcessor=_RunnerProcessor(job.factory, list(job.inputs), job.shipped(),
+            statefulProcessor=_RunnerProcessor(job.factory, job.shipped(),
                                                job.folded, _own_watermark_delay(df, late),
                                                group_ids, job.flagged is not None,
                                                list(own)),
@@ -575,7 +575,7 @@ class _RunnerProcessor(StatefulProcessor):
     """transformWithStateInPandas processor holding one EventTimeRunner per shard."""
 
     def __init__(
-        self, factory: Callable[[], StreamOperator], inputs: list[str], shipped: list[str],
+        self, factory: Callable[[], StreamOperator], shipped: list[str],
         folded: str | None, delay_us: int | None, group_ids: list[int],
         has_flags: bool = False, originals: list[str] | None = None,
     ) -> None:
@@ -583,7 +583,6 @@ class _RunnerProcessor(StatefulProcessor):
         self.originals = originals or []
         self.original_columns = [f"{ORIGINAL_PREFIX}{i}" for i in range(len(self.originals))]
         self.has_flags = has_flags
-        self.inputs = inputs
         self.shipped = shipped
         self.folded = folded
         self.delay_us = delay_us
