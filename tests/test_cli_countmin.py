@@ -94,7 +94,7 @@ def test_cli_defaults_for_time_windows_and_far_future_times_issue16(restore_sess
         assert abs(est[ip] - truth[ip]) <= 0.1 * truth[ip] + 5, (ip, est[ip], truth[ip])
     assert "3,000 counted" in capsys.readouterr().out
 
-    utc = dt.timezone.utc
+    utc = dt.UTC
     future = pa.table({"ip": ["z", "z", "y"], "ts": pa.array(
         [dt.datetime(9999, 12, 30, 10, tzinfo=utc), dt.datetime(9999, 12, 31, 23, 59, tzinfo=utc),
          dt.datetime(2026, 1, 1, tzinfo=utc)], pa.timestamp("us", tz="UTC"))})

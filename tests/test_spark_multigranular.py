@@ -88,7 +88,7 @@ def test_batch_equals_core_with_bad_rows_set_aside(spark):
     df = records()
     weights = [1.0, 0.5, 0.25]
     sdf = spark_frame(spark, df)
-    when = dt.datetime(2023, 11, 14, 22, 13, 21, tzinfo=dt.timezone.utc)
+    when = dt.datetime(2023, 11, 14, 22, 13, 21, tzinfo=dt.UTC)
     bad = spark.createDataFrame([("9", None, 1.0, "x", 1), (None, when, 1.0, "x", 1),
                                  ("9", when, float("nan"), "x", 1)], sdf.schema)
     out = multi_granular(sdf.unionByName(bad), "t", WINDOW, by="source", value="duration",

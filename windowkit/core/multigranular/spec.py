@@ -242,8 +242,8 @@ class MultiGranularSpec:
 def _origin_us(origin: int | dt.datetime) -> int:
     if isinstance(origin, dt.datetime):
         if origin.tzinfo is None:
-            origin = origin.replace(tzinfo=dt.timezone.utc)
-        delta = origin - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+            origin = origin.replace(tzinfo=dt.UTC)
+        delta = origin - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
         return delta // dt.timedelta(microseconds=1)
     if isinstance(origin, bool) or not isinstance(origin, int):
         msg = f"`origin` must be an int of microseconds or a datetime; got {origin!r}"
