@@ -17,5 +17,6 @@ def spark():
 @pytest.fixture(autouse=True)
 def _spark_for_doctests(request, doctest_namespace):
     # Doctests of the Spark layer get `spark`; nothing else starts a session.
-    if request.node.nodeid.startswith("windowkit/spark/"):
+    if request.node.nodeid.startswith(("windowkit/spark/", "windowkit/pipeline/",
+                                         "windowkit/report/")):
         doctest_namespace["spark"] = request.getfixturevalue("spark")

@@ -13,7 +13,7 @@ import sys
 SUBCOMMAND_MODULES = ("windowkit.cli.frames", "windowkit.cli.fill", "windowkit.cli.demo",
                       "windowkit.cli.countmin",
                       "windowkit.cli.persistent", "windowkit.cli.widen",
-                      "windowkit.cli.multigranular")
+                      "windowkit.cli.multigranular", "windowkit.cli.run")
 
 
 def build_parser() -> argparse.ArgumentParser:

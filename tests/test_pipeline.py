@@ -1,0 +1,267 @@
+"""Pipeline files: every mistake located before Spark starts; runs equal direct calls."""
+
+from __future__ import annotations
+
+import io
+import os
+import textwrap
+from contextlib import redirect_stdout
+
+import pandas as pd
+import pytest
+
+from windowkit.cli import main
+from windowkit.cli.common import Progress
+from windowkit.pipeline.runner import PipelineRun, check_pipeline_inputs
+from windowkit.pipeline.spec import PipelineError, load_pipeline
+
+GOOD = """\
+[pipeline]
+name = "routers"
+output = "out"
+report = ""
+
+[sources.routers]
+path = "routers.csv"
+time = "time"
+key = "router"
+
+[steps.loss_frames]
+function = "threshold_frames"
+input = "routers"
+when = "loss_rate > 0.003"
+min_duration = "3 rows"
+
+[steps.around]
+function = "fill_frames"
+input = "loss_frames"
+data = "routers"
+before = "2 minutes"
+
+[steps.levels]
+function = "multi_granular"
+input = "routers"
+levels = [["1 minute", "1 minute"], ["10 minutes", "5 minutes"]]
+value = "loss_rate"
+
+[sinks.frames_csv]
+step = "loss_frames"
+format = "csv"
+path = "frames_csv"
+"""
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    from windowkit.datasets.routers import router_readings
+
+    path = tmp_path_factory.mktemp("pipeline")
+    readings = router_readings(n_routers=4, duration="4 hours", seed=3)
+    readings = readings.astype({"time": "datetime64[us, UTC]"})
+    table = readings.assign(loss_rate=readings["loss_rate"].map(repr))
+    table.loc[[5, 17], "loss_rate"] = ["n/a", "?"]  # two malformed values
+    table.to_csv(path / "routers.csv", index=False)
+    readings.to_parquet(path / "routers.parquet", index=False)
+    return path
+
+
+def _write(folder, text: str, name: str = "p.toml") -> str:
+    target = folder / name
+    target.write_text(textwrap.dedent(text))
+    return str(target)
+
+
+def _line_of(text: str, fragment: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if fragment in line)
+
+
+# --------------------------------------------------------------------- checked before Spark
+MISTAKES = [
+    # (replace this, with this, the line holding this, the message says this)
+    ('name = "routers"', 'nmae = "routers"', "nmae", "[pipeline] has no key 'nmae' (did you "
+     "mean 'name'?)"),
+    ('min_duration = "3 rows"', 'min_duraton = "3 rows"', "min_duraton",
+     "threshold_frames has no parameter 'min_duraton' (did you mean 'min_duration'?)"),
+    ('when = "loss_rate > 0.003"\n', "", "[steps.loss_frames]", "(threshold_frames) needs `when`"),
+    ('data = "routers"', 'data = "routerz"', 'data = "routerz"',
+     "`data` names 'routerz', which is neither a source nor an earlier step"),
+    ('input = "loss_frames"', 'input = "levels"', 'input = "levels"', "a later step"),
+    ('before = "2 minutes"', 'before = "2 minuets"', "before", "`before`"),
+    ('min_duration = "3 rows"', 'min_duration = "-3 rows"', "min_duration", "positive duration"),
+    ('value = "loss_rate"', 'value = "loss"', 'value = "loss"',
+     "`value` names column 'loss', which"),
+    ('key = "router"', 'key = "ruter"', "ruter", "(did you mean 'router'?)"),
+    ('function = "threshold_frames"', 'function = "treshold_frames"', "treshold",
+     "unknown function 'treshold_frames' (did you mean 'threshold_frames'?)"),
+    ('path = "routers.csv"', 'path = "nowhere.csv"', "nowhere", "does not exist"),
+    ('step = "loss_frames"', 'step = "los_frames"', "los_frames", "names step 'los_frames'"),
+    ('min_duration = "3 rows"', "min_duration = [3]", "min_duration", "`min_duration` = [3]"),
+    ('report = ""', 'report = "x"\nreport = "y"', 'report = "y"', "not valid TOML"),
+    ('[steps.around]', '[steps.rejected]', "[steps.rejected]", "a name is a letter"),
+    ('["10 minutes", "5 minutes"]', '["10 minutes", "7 minutes"]', "[steps.levels]",
+     "range 10 minutes must be a whole multiple of its slide 7 minutes"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "line_with", "says"), MISTAKES,
+                         ids=[m[3][:40] for m in MISTAKES])
+def test_a_mistake_in_a_pipeline_file_is_one_line_with_its_file_and_line(folder, old, new,
+                                                                        line_with, says):
+    assert old in GOOD
+    text = GOOD.replace(old, new, 1)
+    path = _write(folder, text, "broken.toml")
+    with pytest.raises(PipelineError) as caught:
+        check_pipeline_inputs(load_pipeline(path))
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}:{_line_of(text, line_with)}: "), message
+    assert says in message
+
+
+def test_the_cli_reports_a_broken_file_in_one_line_and_exits_2_before_spark(folder):
+    path = _write(folder, GOOD.replace('min_duration = "3 rows"', 'min_duraton = "3 rows"'),
+                  "broken.toml")
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = main(["run", path, "--check"])
+    assert code == 2
+    line = _line_of(GOOD, "min_duration")
+    assert out.getvalue().startswith(f"windowkit: error: {path}:{line}: threshold_frames has no "
+                                     "parameter 'min_duraton'")
+    assert out.getvalue().count("\n") == 1
+
+
+def test_a_good_file_checks_and_an_output_holding_a_users_files_is_refused(folder):
+    path = _write(folder, GOOD)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["run", path, "--check"]) == 0
+    assert "1 sources and 3 steps checked" in out.getvalue()
+    (folder / "mine").mkdir(exist_ok=True)
+    (folder / "mine" / "notes.txt").write_text("keep me")
+    with pytest.raises(PipelineError, match="holds files windowkit did not write"):
+        check_pipeline_inputs(load_pipeline(path, output=str(folder / "mine")))
+    assert (folder / "mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_every_shipped_pipeline_file_is_valid():
+    from importlib import resources
+
+    shipped = [f for f in resources.files("windowkit.pipelines").iterdir()
+               if f.name.endswith(".toml")]
+    assert shipped
+    for file in shipped:
+        pipeline = load_pipeline(str(file))
+        assert pipeline.steps
+
+
+# ------------------------------------------------------------------------------ on Spark
+def _sorted(df: pd.DataFrame) -> pd.DataFrame:
+    columns = sorted(df.columns)
+    return df[columns].sort_values(columns).reset_index(drop=True)
+
+
+def _rows(df) -> pd.DataFrame:
+    return _sorted(df.toPandas())
+
+
+@pytest.mark.spark
+def test_a_batch_run_writes_what_direct_calls_give_and_sets_rejected_rows_aside(spark, folder):
+    from pyspark.sql import functions as F
+
+    from windowkit.spark import (
+        fill_frames,
+        multi_granular,
+        split_rejected,
+        split_reports,
+        threshold_frames,
+    )
+
+    pipeline = load_pipeline(_write(folder, GOOD), output=str(folder / "batch"))
+    summary = PipelineRun(spark, pipeline, check_pipeline_inputs(pipeline),
+                          progress=Progress(stream=io.StringIO())).run()
+    df = (spark.read.option("header", "true").option("inferSchema", "true")
+          .csv(str(folder / "routers.csv")))
+    frames, rejected = split_rejected(threshold_frames(df, "time", "loss_rate > 0.003",
+                                                       by="router", min_duration="3 rows"))
+    written = spark.read.parquet(str(folder / "batch" / "loss_frames"))
+    assert _rows(written).equals(_rows(frames))
+    filled = fill_frames(frames, df, "time", by="router", before="2 minutes")
+    assert _rows(spark.read.parquet(str(folder / "batch" / "around"))).equals(_rows(filled))
+    reports, _ = split_reports(multi_granular(
+        df, "time", levels=[("1 minute", "1 minute"), ("10 minutes", "5 minutes")], by="router",
+        value="loss_rate"))
+    assert _rows(spark.read.parquet(str(folder / "batch" / "levels"))).equals(_rows(reports))
+    # the two malformed values are set aside by both steps reading the readings, with the row
+    set_aside = spark.read.parquet(str(folder / "batch" / "rejected")).toPandas()
+    assert sorted(set_aside["step"].unique()) == ["levels", "loss_frames"]
+    frames_rejected = set_aside[set_aside["step"] == "loss_frames"]
+    assert frames_rejected["reason"].tolist() == ["malformed"] * 2
+    assert sorted(frames_rejected["detail"].str.extract(r'"loss_rate":"([^"]*)"')[0]) == \
+        ["?", "n/a"]
+    assert rejected.count() == 2
+    by_step = {s.name: s for s in summary.steps}
+    assert by_step["loss_frames"].rejected == {"malformed": 2, "late": 0}
+    assert by_step["loss_frames"].rows_out == frames.count()
+    assert by_step["levels"].rejected["malformed"] == 2
+    csv = spark.read.option("header", "true").csv(str(folder / "batch" / "frames_csv"))
+    assert csv.count() == frames.count()
+    assert summary.sources[0].rows == df.count()
+    assert written.filter(F.col("status") == "final").count() > 0
+
+
+@pytest.mark.spark
+def test_a_streaming_run_writes_the_same_frames_as_a_batch_run(spark, folder):
+    readings = pd.read_parquet(folder / "routers.parquet").sort_values("time")
+    parts = folder / "parts"
+    parts.mkdir(exist_ok=True)
+    for i in range(3):
+        readings.iloc[i * len(readings) // 3:(i + 1) * len(readings) // 3].to_parquet(
+            parts / f"part-{i}.parquet", index=False)
+    text = GOOD.replace('path = "routers.csv"', 'path = "parts"\nwatermark = "10 minutes"')
+    both = {}
+    for mode in ("batch", "stream"):
+        pipeline = load_pipeline(_write(folder, text, "s.toml"), output=str(folder / f"s_{mode}"))
+        PipelineRun(spark, pipeline, check_pipeline_inputs(pipeline), stream=mode == "stream",
+                    progress=Progress(stream=io.StringIO())).run()
+        both[mode] = {name: pd.read_parquet(folder / f"s_{mode}" / name)
+                      for name in ("loss_frames", "around")}
+    for name in ("loss_frames", "around"):
+        streamed = both["stream"][name]
+        assert streamed["batch"].nunique() >= 3  # several micro-batches
+        assert _sorted(streamed.drop(columns="batch")).equals(_sorted(both["batch"][name]))
+    assert os.path.isdir(folder / "s_stream" / "_checkpoints" / "loss_frames")
+
+
+class _Tracker:
+    """A status tracker whose stage 7 advances one task per look."""
+
+    def __init__(self) -> None:
+        self.looks = 0
+
+    def getActiveStageIds(self):  # noqa: N802 - Spark's name
+        self.looks += 1
+        return [7] if self.looks < 6 else []
+
+    def getStageInfo(self, stage_id):  # noqa: N802
+        from types import SimpleNamespace
+
+        return SimpleNamespace(numCompletedTasks=min(self.looks, 4), numTasks=4)
+
+
+def test_batch_progress_shows_the_running_stages_tasks_done_over_total():
+    import time
+    from types import SimpleNamespace
+
+    from windowkit.pipeline.progress import StageProgress
+
+    tracker = _Tracker()
+    spark = SimpleNamespace(sparkContext=SimpleNamespace(statusTracker=lambda: tracker))
+    out = io.StringIO()
+    with StageProgress(spark, Progress(stream=out), "step frames", every=0.0, poll=0.01):
+        while tracker.looks < 8:
+            time.sleep(0.01)
+    lines = out.getvalue().splitlines()
+    shown = [line.split("] ", 1)[1] for line in lines]
+    assert shown[:4] == [f"step frames: stage 7: tasks {i}/4" for i in range(1, 5)]
+    assert all("waiting" not in line for line in shown)

@@ -1,0 +1,80 @@
+"""``windowkit run PIPELINE.toml``: one file says what to read, compute and write; run it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``run`` subcommand.
+
+    Examples
+    --------
+    >>> from windowkit.cli import build_parser
+    >>> args = build_parser().parse_args(["run", "p.toml", "--stream"])
+    >>> args.pipeline, args.stream, args.master
+    ('p.toml', True, None)
+    """
+    p = subparsers.add_parser(
+        "run",
+        help="run a pipeline file: sources, windowkit steps, sinks, and an HTML report",
+        description="Run the pipeline PIPELINE (TOML): read its sources, run its steps in "
+                    "order, write each step's rows to OUTPUT/STEP, every rejected row to "
+                    "OUTPUT/rejected and the report to OUTPUT/report.html. The file is checked "
+                    "before Spark starts.",
+    )
+    p.add_argument("pipeline", help="the pipeline file (TOML)")
+    p.add_argument("--master", default=None,
+                   help="Spark master URL (default: the file's [pipeline] master, or local[*])")
+    p.add_argument("--stream", action="store_true",
+                   help="read the sources as streams: each step is a Structured Streaming "
+                        "query with a checkpoint, written exactly once per micro-batch")
+    p.add_argument("--output", default=None, help="output directory instead of the file's")
+    p.add_argument("--overwrite", action="store_true",
+                   help="allow an output directory that holds files windowkit did not write")
+    p.add_argument("--check", action="store_true",
+                   help="only check the file and its inputs; do not start Spark")
+    p.add_argument("--verbose", action="store_true", help="show Spark's log and tracebacks")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check the pipeline file, run it, write the report; return the exit code."""
+    from windowkit.cli.common import Progress
+    from windowkit.pipeline.runner import check_pipeline_inputs
+    from windowkit.pipeline.spec import load_pipeline
+
+    pipeline = load_pipeline(args.pipeline, output=args.output)
+    infos = check_pipeline_inputs(pipeline, overwrite=args.overwrite)
+    if args.check:
+        print(f"{args.pipeline}: {len(pipeline.sources)} sources and {len(pipeline.steps)} "
+              "steps checked")
+        return 0
+    progress = Progress()
+    summary = run_checked(pipeline, infos, args.master, args.stream, args.verbose, progress)
+    print(f"results: {pipeline.output}/<step> for "
+          f"{', '.join(s.name for s in summary.steps)}\n"
+          f"rejected: {summary.rejected_path}")
+    if pipeline.report:
+        print(f"report: {os.path.join(pipeline.output, pipeline.report)}")
+    return 0
+
+
+def run_checked(pipeline, infos, master: str | None, stream: bool, verbose: bool,
+                progress):
+    """Start Spark and run an already checked pipeline; write its report; return its summary."""
+    from windowkit.pipeline.runner import PipelineRun
+    from windowkit.spark.session import windowkit_session
+
+    master = master or pipeline.master
+    progress.step(f"starting Spark ({master or 'local[*]'})")
+    spark = windowkit_session(master, app_name=f"windowkit {pipeline.name}", quiet=not verbose)
+    summary = PipelineRun(spark, pipeline, infos, stream=stream, progress=progress).run()
+    if pipeline.report:
+        from windowkit.report import write_report
+
+        progress.step("writing the report")
+        write_report(summary, os.path.join(pipeline.output, pipeline.report))
+    progress.step(f"done in {summary.elapsed_s:.1f} s")
+    return summary

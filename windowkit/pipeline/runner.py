@@ -1,0 +1,414 @@
+"""Run a checked pipeline on Spark: read its sources, run its steps in order, write everything.
+
+Layout of the output directory (a folder per step, so a step's rows are found by its name)::
+
+    OUTPUT/_windowkit            windowkit's mark: it may replace what it wrote here
+    OUTPUT/STEP/                 each step's rows (Parquet; batch=N folders when streaming)
+    OUTPUT/rejected/step=STEP/   every step's rejected rows: reason and the row as JSON
+    OUTPUT/report.html           the report, when the pipeline asks for one
+
+Batch: each step's rows are written, then read back as the input of later steps and for the
+report, so no step is computed twice. Streaming (``stream=True``): each step is a query of its
+own with its own checkpoint, written exactly once per micro-batch; a step reading an earlier
+step reads that step's output folder as a stream. Queries process what is there and stop
+(``availableNow``); run again to take up new files, from the checkpoints.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import time
+from typing import Any
+
+from windowkit.cli.common import (
+    InputInfo,
+    Progress,
+    check_output,
+    claim_output,
+    format_of,
+    inspect_input,
+    is_remote,
+)
+from windowkit.pipeline.functions import FUNCTIONS, StepFunction
+from windowkit.pipeline.progress import REJECTION_REASONS, MicroBatchProgress, StageProgress
+from windowkit.pipeline.spec import Pipeline, PipelineError, SourceSection, Step
+from windowkit.report.model import RunSummary, SourceRun, StepRun
+
+REJECTED_DIR = "rejected"
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+# ------------------------------------------------------------------------ before Spark
+def check_pipeline_inputs(pipeline: Pipeline, overwrite: bool = False) -> dict[str, InputInfo]:
+    """What can be checked before Spark starts: each source's path, format and columns, the
+    columns each step names, custom framings, and the output location.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from windowkit.pipeline.spec import load_pipeline
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "r.csv").write_text("router,time,loss\\nr1,2024-01-01 00:00:00,0.1\\n")
+    >>> _ = (folder / "p.toml").write_text('[pipeline]\\noutput = "out"\\n'
+    ...     '[sources.r]\\npath = "r.csv"\\ntime = "time"\\nkey = "router"\\n'
+    ...     '[steps.f]\\nfunction = "boundary_frames"\\ninput = "r"\\nvalue = "los"\\nx = 1.0\\n')
+    >>> check_pipeline_inputs(load_pipeline(str(folder / "p.toml")))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    windowkit.pipeline.spec.PipelineError: ...p.toml:10: `value` names column 'los', which ...
+    """
+    infos = {name: _check_source(pipeline, name, source)
+             for name, source in pipeline.sources.items()}
+    for step in pipeline.steps:
+        _check_step_columns(pipeline, step, infos)
+        if step.function == "custom_frames":
+            _import_object(pipeline, step, "framing")
+    try:
+        check_output(pipeline.output, overwrite)
+    except ValueError as exc:
+        msg = f"{pipeline.where('pipeline', 'output')}: {str(exc).replace('`--output`', 'output')}"
+        raise PipelineError(msg) from exc
+    return infos
+
+
+def _check_source(pipeline: Pipeline, name: str, source: SourceSection) -> InputInfo:
+    where = pipeline.where("sources", name, "path")
+    if source.format == "kafka":
+        if source.schema_ is None:
+            msg = (f"{pipeline.where('sources', name)}: a kafka source needs `schema`, the DDL "
+                   "of its JSON messages (e.g. \"router string, time timestamp, loss double\")")
+            raise PipelineError(msg)
+        return InputInfo(source.path, "kafka", _ddl_columns(source.schema_))
+    try:
+        info = inspect_input(source.path, source.format)
+    except ValueError as exc:
+        msg = f"{where}: {str(exc).replace('`--input`', f'source {name!r}')}"
+        raise PipelineError(msg) from exc
+    if source.schema_ is not None:
+        info = InputInfo(info.path, info.format, _ddl_columns(source.schema_))
+    for attribute in ("time", "key"):
+        column = getattr(source, attribute)
+        if column is not None and info.columns is not None and column not in info.columns:
+            raise _missing_column(pipeline.where("sources", name, attribute), attribute, column,
+                                  info)
+    return info
+
+
+def _ddl_columns(ddl: str) -> tuple[str, ...]:
+    return tuple(part.strip().split()[0].strip("`") for part in ddl.split(",") if part.strip())
+
+
+def _missing_column(where: str, key: str, column: str, info: InputInfo) -> PipelineError:
+    import difflib
+
+    close = difflib.get_close_matches(column, info.columns or (), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return PipelineError(f"{where}: `{key}` names column {column!r}, which {info.path} does not "
+                         f"have{hint}; its columns: {', '.join(info.columns or ())}")
+
+
+def _check_step_columns(pipeline: Pipeline, step: Step, infos: dict[str, InputInfo]) -> None:
+    function = FUNCTIONS[step.function]
+    info = infos.get(step.inputs.get("input", ""))
+    if info is None or info.columns is None:
+        return
+    for param in function.columns:
+        column = step.params.get(param)
+        if isinstance(column, str) and _IDENTIFIER.match(column) and column not in info.columns:
+            raise _missing_column(pipeline.where("steps", step.name, param), param, column, info)
+
+
+def _import_object(pipeline: Pipeline, step: Step, param: str) -> Any:
+    target = step.params.get(param, "")
+    where = pipeline.where("steps", step.name, param)
+    module_name, _, attribute = str(target).partition(":")
+    if not module_name or not attribute:
+        msg = f"{where}: `{param}` = {target!r}: give 'package.module:Name'"
+        raise PipelineError(msg)
+    try:
+        value = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        msg = f"{where}: `{param}` = {target!r} cannot be imported ({exc})"
+        raise PipelineError(msg) from exc
+    return value() if isinstance(value, type) else value
+
+
+# ---------------------------------------------------------------------------- the run
+class PipelineRun:
+    """One run of a pipeline on a SparkSession; :meth:`run` returns the :class:`RunSummary`."""
+
+    def __init__(self, spark, pipeline: Pipeline, infos: dict[str, InputInfo],
+                 stream: bool = False, progress: Progress | None = None) -> None:
+        self.spark = spark
+        self.pipeline = pipeline
+        self.infos = infos
+        self.stream = stream
+        self.progress = progress or Progress()
+        self.frames: dict[str, Any] = {}
+        self.summary = RunSummary(
+            title=pipeline.name, pipeline_path=pipeline.path,
+            master=spark.sparkContext.master, mode="stream" if stream else "batch",
+            rejected_path=os.path.join(pipeline.output, REJECTED_DIR))
+
+    def run(self) -> RunSummary:
+        """Read the sources, run every step, write the sinks; return what happened."""
+        started = time.perf_counter()
+        claim_output(self.pipeline.output)
+        for name, source in self.pipeline.sources.items():
+            self.frames[name] = self._read_source(name, source)
+        micro = MicroBatchProgress(self.spark, self.progress) if self.stream else None
+        try:
+            for step in self.pipeline.steps:
+                self.summary.steps.append(self._run_step(step, micro))
+        finally:
+            if micro is not None:
+                micro.close()
+        for name, sink in self.pipeline.sinks.items():
+            self._write_sink(name, sink)
+        self.summary.elapsed_s = time.perf_counter() - started
+        return self.summary
+
+    # -- sources
+    def _read_source(self, name: str, source: SourceSection):
+        info = self.infos[name]
+        df = read_source(self.spark, source, info, self.stream)
+        rows = None
+        if not self.stream:
+            with StageProgress(self.spark, self.progress, f"reading {name}"):
+                rows = df.count()
+            self.progress.step(f"source {name}: {rows:,} rows ({info.format}, {source.path})")
+        self.summary.sources.append(SourceRun(name, source.path, info.format, rows,
+                                              source.time, source.key))
+        return df
+
+    # -- steps
+    def _run_step(self, step: Step, micro: MicroBatchProgress | None) -> StepRun:
+        function = FUNCTIONS[step.function]
+        started = time.perf_counter()
+        self.progress.step(f"step {step.name}: {step.function}("
+                           f"{', '.join(f'{r}={n}' for r, n in step.inputs.items())})")
+        streaming = self.stream and not function.batch_only
+        inputs = {role: self.frames[name] if streaming or not self.stream
+                  else self._batch_view(name)
+                  for role, name in step.inputs.items()}
+        result = self._call(step, function, inputs)
+        output = os.path.join(self.pipeline.output, step.name)
+        rejected_at = os.path.join(self.pipeline.output, REJECTED_DIR, f"step={step.name}")
+        if streaming:
+            counts = self._stream_step(step, function, result, micro)
+        else:
+            with StageProgress(self.spark, self.progress, f"step {step.name}"):
+                counts = _write_batch(result, function, output, rejected_at)
+        done = self._batch_view(step.name)
+        self.frames[step.name] = done if not self.stream else self.spark.readStream.schema(
+            done.schema).option("recursiveFileLookup", "true").parquet(output)
+        rejected = {r: counts.get(r, 0) for r in REJECTION_REASONS}
+        rows_out = sum(n for r, n in counts.items() if r not in REJECTION_REASONS)
+        elapsed = time.perf_counter() - started
+        self.progress.step(f"step {step.name}: {rows_out:,} rows out, "
+                           f"{sum(rejected.values()):,} rejected "
+                           f"({', '.join(f'{n:,} {r}' for r, n in rejected.items())}), "
+                           f"{elapsed:.1f} s")
+        batch_inputs = {role: self._batch_view(name) for role, name in step.inputs.items()}
+        return StepRun(name=step.name, function=step.function, params=dict(step.params),
+                       inputs=batch_inputs, input_names=dict(step.inputs), result=done,
+                       rejected=rejected, rows_out=rows_out, elapsed_s=elapsed, output=output)
+
+    def _batch_view(self, name: str):
+        """A batch DataFrame of a source or step, for the report."""
+        if name in self.pipeline.sources:
+            source = self.pipeline.sources[name]
+            return read_source(self.spark, source, self.infos[name], stream=False)
+        found = self.spark.read.parquet(os.path.join(self.pipeline.output, name))
+        return found.drop("batch") if "batch" in found.columns and self.stream else found
+
+    def _call(self, step: Step, function: StepFunction, inputs: dict[str, Any]):
+        kwargs = self._arguments(step, function)
+        frames = {param: inputs[key] for param, key in function.roles}
+        if "input" in step.inputs and step.inputs["input"] in self.pipeline.sources:
+            from windowkit.cli.common import check_expression
+
+            for param in function.predicates:
+                try:
+                    check_expression(inputs["input"], param, kwargs.get(param))
+                except ValueError as exc:
+                    where = self.pipeline.where("steps", step.name, param)
+                    msg = f"{where}: {str(exc).replace(f'`--{param}`', f'`{param}`')}"
+                    raise PipelineError(msg) from exc
+        try:
+            return function.callable()(**frames, **kwargs)
+        except ValueError as exc:
+            msg = f"{self.pipeline.where('steps', step.name)}: step {step.name!r}: {exc}"
+            raise PipelineError(msg) from exc
+
+    def _arguments(self, step: Step, function: StepFunction) -> dict[str, Any]:
+        kwargs = dict(step.params)
+        for param, (role, attribute) in function.from_input.items():
+            if param in kwargs or (attribute == "watermark" and not self.stream):
+                continue
+            source = self.pipeline.sources.get(step.inputs.get(role, ""))
+            value = None if source is None else getattr(source, attribute)
+            if value is not None:
+                kwargs[param] = value
+        return _spark_values(self.pipeline, step, kwargs)
+
+    def _stream_step(self, step: Step, function: StepFunction, result,
+                     micro: MicroBatchProgress) -> dict[str, int]:
+        from windowkit.spark.sinks import write_stream_exactly_once
+
+        totals: dict[str, int] = {}
+
+        def on_batch(batch_id: int, counts: dict[str, int]) -> None:
+            for reason, n in counts.items():
+                totals[reason] = totals.get(reason, 0) + n
+            micro.on_batch(batch_id, counts)
+
+        def split(batch):
+            good, bad = split_result(function, batch)
+            parts = {step.name: good}
+            if bad is not None:
+                parts[f"{REJECTED_DIR}/step={step.name}"] = bad
+            return parts
+
+        micro.step = step.name
+        checkpoint = os.path.join(self.pipeline.checkpoint, step.name)
+        query = write_stream_exactly_once(
+            result.withColumn(_OUTCOME, _outcome(function)), self.pipeline.output, checkpoint,
+            lambda b: split(b.drop(_OUTCOME)), on_batch, count_by=_OUTCOME)
+        query.awaitTermination()
+        micro.flush(query)
+        return totals
+
+    # -- sinks
+    def _write_sink(self, name: str, sink) -> None:
+        rows = self.spark.read.parquet(os.path.join(self.pipeline.output, sink.step))
+        if self.stream:
+            rows = rows.drop("batch")
+        if sink.format == "console":
+            self.progress.step(f"sink {name}: the first {sink.rows} rows of {sink.step}")
+            rows.show(sink.rows, truncate=False)
+            return
+        path = sink.path if is_remote(sink.path) or os.path.isabs(sink.path) else \
+            os.path.join(self.pipeline.output, sink.path)
+        writer = rows.write.mode("overwrite")
+        if sink.format == "csv":
+            writer.option("header", "true").csv(path)
+        else:
+            writer.parquet(path)
+        self.progress.step(f"sink {name}: {sink.step} as {sink.format} at {path}")
+
+
+_OUTCOME = "wk_outcome"
+
+
+def _outcome(function: StepFunction):
+    """The column saying what became of a row: its rejection reason, or ``out``."""
+    from pyspark.sql import functions as F
+
+    if function.reason is None:
+        return F.lit("out")
+    reason = F.col(function.reason)
+    return F.when(reason.isin(*REJECTION_REASONS), reason).otherwise(F.lit("out"))
+
+
+def split_result(function: StepFunction, result):
+    """A step's result as (output rows, rejected rows as ``reason`` and ``detail``, or None).
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(1, 5.0), (None, 9.0)], "t long, x double")
+    >>> from windowkit.spark import threshold_frames
+    >>> good, bad = split_result(FUNCTIONS["threshold_frames"],
+    ...                          threshold_frames(df, "t", "x > 1", time_unit="s"))
+    >>> good.count(), bad.collect()
+    (1, [Row(reason='malformed', detail='{"x":9.0}')])
+    """
+    from pyspark.sql import functions as F
+
+    if function.split is None:
+        return result, None
+    if function.split == "reason":
+        rejected = F.col(function.reason).isNotNull()
+        good = result.filter(~rejected).drop(function.reason, "detail")
+        bad = result.filter(rejected)
+    else:
+        import windowkit.spark as wk
+
+        good, bad = getattr(wk, function.split)(result)
+    return good, bad.select(F.col(function.reason).alias("reason"),
+                            F.col("detail").cast("string").alias("detail"))
+
+
+def _write_batch(result, function: StepFunction, output: str, rejected_at: str) -> dict[str, int]:
+    result = result.persist()
+    try:
+        good, bad = split_result(function, result)
+        good.write.mode("overwrite").parquet(output)
+        counts = {"out": good.count()}
+        if bad is not None:
+            bad.write.mode("overwrite").parquet(rejected_at)
+            counts.update({str(r["reason"]): r["count"]
+                           for r in bad.groupBy("reason").count().collect()})
+        return counts
+    finally:
+        result.unpersist()
+
+
+def _spark_values(pipeline: Pipeline, step: Step, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """TOML values as the functions take them: SQL expressions as Columns, pairs as tuples."""
+    from pyspark.sql import functions as F
+
+    out = dict(kwargs)
+    if step.function == "fill_frames" and isinstance(out.get("aggregates"), dict):
+        out["aggregates"] = {name: F.expr(e) for name, e in out["aggregates"].items()}
+    elif step.function == "fill_frames" and isinstance(out.get("aggregates"), list):
+        out["aggregates"] = [F.expr(e) for e in out["aggregates"]]
+    if isinstance(out.get("levels"), list):
+        out["levels"] = [tuple(level) for level in out["levels"]]
+    if step.function == "custom_frames":
+        out["framing"] = _import_object(pipeline, step, "framing")
+    if step.function == "heavy_hitters" or step.function == "estimate_frequency":
+        out.setdefault("item", "item")
+    return out
+
+
+def read_source(spark, source: SourceSection, info: InputInfo, stream: bool):
+    """A source as a batch or streaming DataFrame (CSV and JSON read permissively, so that a
+    malformed line is kept in ``_corrupt_record`` and set aside by the step, not lost)."""
+    if info.format == "kafka":
+        return _read_kafka(spark, source, stream)
+    reader = spark.readStream if stream else spark.read
+    if stream:
+        reader = reader.option("maxFilesPerTrigger", source.max_files_per_trigger)
+    schema = source.schema_
+    if schema is None and stream:
+        schema = read_source(spark, source, info, stream=False).schema
+    if schema is not None:
+        reader = reader.schema(schema)
+    for key, value in source.options.items():
+        reader = reader.option(key, str(value).lower() if isinstance(value, bool) else value)
+    fmt = info.format or format_of(source.path)
+    if fmt == "csv":
+        reader = (reader.option("header", "true").option("mode", "PERMISSIVE")
+                  .option("escape", '"'))
+        if schema is None:
+            reader = reader.option("inferSchema", "true")
+        return reader.csv(source.path)
+    if fmt == "json":
+        return reader.option("mode", "PERMISSIVE").json(source.path)
+    return reader.parquet(source.path)
+
+
+def _read_kafka(spark, source: SourceSection, stream: bool):
+    """Kafka (needs the spark-sql-kafka connector on the classpath): ``path`` is the topic,
+    ``options`` the consumer's (``kafka.bootstrap.servers`` at least); each message's value is
+    JSON of ``schema``."""
+    from pyspark.sql import functions as F
+
+    reader = (spark.readStream if stream else spark.read).format("kafka")
+    options = {"subscribe": source.path, **{k: str(v) for k, v in source.options.items()}}
+    raw = reader.options(**options).load()
+    parsed = F.from_json(F.col("value").cast("string"), source.schema_)
+    return raw.select(parsed.alias("wk_value")).select("wk_value.*")

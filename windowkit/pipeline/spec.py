@@ -1,0 +1,406 @@
+"""A pipeline file: what to read, what to compute, where to write it; checked before Spark starts.
+
+The file is TOML (read with the standard library's ``tomllib``)::
+
+    [pipeline]
+    name = "network day"
+    output = "out/network-day"     # relative paths are relative to this file
+
+    [sources.routers]
+    path = "data/routers.parquet"
+    time = "time"
+    key = "router"
+
+    [steps.loss_frames]
+    function = "threshold_frames"
+    input = "routers"
+    when = "loss_rate > 0.003"
+    min_duration = "3 rows"
+
+Every mistake found here is a :class:`PipelineError` (a ``ValueError``) whose one line gives the
+file, the line and what is accepted there. Unknown keys, types and missing parameters are
+checked by pydantic models (of the sections below, and of each function's own signature).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import tomllib
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from windowkit.pipeline.functions import (
+    CORE_CHECKS,
+    DURATION_PARAMS,
+    FUNCTIONS,
+    STEP_KEYS,
+    accepted_parameters,
+    parameter_model,
+)
+from windowkit.pipeline.locate import KeyLines
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+RESERVED_NAMES = ("rejected", "_checkpoints", "report")
+
+
+class PipelineError(ValueError):
+    """A mistake in a pipeline file, located: ``FILE:LINE: what is wrong; what is accepted``."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class PipelineSection(_Strict):
+    """``[pipeline]``: the run as a whole."""
+
+    name: str = "windowkit pipeline"
+    output: str
+    report: str | None = "report.html"
+    master: str | None = None
+    checkpoint: str | None = None
+
+
+class SourceSection(_Strict):
+    """``[sources.NAME]``: one input, read as a batch or (``--stream``) as a stream."""
+
+    path: str
+    format: Literal["csv", "json", "parquet", "kafka"] | None = None
+    time: str | None = None
+    time_unit: Literal["s", "ms", "us", "ns"] | None = None
+    key: str | None = None
+    schema_: str | None = Field(default=None, alias="schema")
+    watermark: str = "1 minute"
+    max_files_per_trigger: int = Field(default=1, ge=1)
+    options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+    @field_validator("watermark")
+    @classmethod
+    def _watermark(cls, value: str) -> str:
+        return _duration(value, "watermark", allow_rows=False)
+
+
+class SinkSection(_Strict):
+    """``[sinks.NAME]``: a copy of one step's rows as CSV or Parquet, or shown on the console."""
+
+    step: str
+    format: Literal["parquet", "csv", "console"] = "parquet"
+    path: str | None = None
+    rows: int = Field(default=20, ge=1)
+
+
+class _Document(_Strict):
+    pipeline: PipelineSection
+    sources: dict[str, SourceSection] = Field(min_length=1)
+    steps: dict[str, dict[str, Any]] = Field(min_length=1)
+    sinks: dict[str, SinkSection] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One validated step: its function, its inputs (role key -> name) and its parameters."""
+
+    name: str
+    function: str
+    inputs: dict[str, str]
+    params: dict[str, Any]
+    line: int | None
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """A validated pipeline file, paths resolved against the file's folder.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "r.csv").write_text("router,time,loss\\n")
+    >>> _ = (folder / "p.toml").write_text('''
+    ... [pipeline]
+    ... output = "out"
+    ... [sources.r]
+    ... path = "r.csv"
+    ... time = "time"
+    ... key = "router"
+    ... [steps.frames]
+    ... function = "threshold_frames"
+    ... input = "r"
+    ... when = "loss > 0.1"
+    ... ''')
+    >>> p = load_pipeline(str(folder / "p.toml"))
+    >>> p.steps[0].function, p.steps[0].inputs, p.output == str(folder / "out")
+    ('threshold_frames', {'input': 'r'}, True)
+    """
+
+    path: str
+    name: str
+    output: str
+    report: str | None
+    master: str | None
+    checkpoint: str
+    sources: dict[str, SourceSection]
+    steps: tuple[Step, ...]
+    sinks: dict[str, SinkSection]
+    lines: KeyLines
+
+    def where(self, *key: str | int) -> str:
+        """``FILE:LINE`` of a key of the file (``FILE`` when it cannot be found)."""
+        line = self.lines.line_of(key)
+        return f"{self.path}:{line}" if line else self.path
+
+
+def load_pipeline(path: str, output: str | None = None) -> Pipeline:
+    """Read and check a pipeline file; raise :class:`PipelineError` on the first mistake.
+
+    ``output`` (relative to the working directory) replaces the file's ``[pipeline] output``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "p.toml"
+    >>> _ = f.write_text('[pipeline]\\noutput = "o"\\nouptut = "x"\\n')
+    >>> load_pipeline(str(f))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    windowkit.pipeline.spec.PipelineError: ...p.toml:3: [pipeline] has no key 'ouptut' ...
+    """
+    text = _read(path)
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        found = re.search(r"\(at line (\d+), column (\d+)\)", message)
+        where = f"{path}:{found.group(1)}" if found else path
+        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", message)
+        msg = f"{where}: not valid TOML: {message}"
+        raise PipelineError(msg) from exc
+    lines = KeyLines(text)
+    try:
+        document = _Document.model_validate(raw)
+    except ValidationError as exc:
+        raise _located(exc, path, lines, raw) from exc
+    folder = os.path.dirname(os.path.abspath(path))
+    section = document.pipeline
+    out = os.path.abspath(output) if output else _resolve(folder, section.output)
+    sources = {name: source.model_copy(update={"path": _resolve(folder, source.path)})
+               for name, source in document.sources.items()}
+    pipeline = Pipeline(
+        path=path, name=section.name, output=out, report=section.report, master=section.master,
+        checkpoint=(_resolve(folder, section.checkpoint) if section.checkpoint
+                    else os.path.join(out, "_checkpoints")),
+        sources=sources, steps=(), sinks=dict(document.sinks), lines=lines)
+    _check_names(pipeline, document)
+    steps = _steps(pipeline, document.steps)
+    pipeline = Pipeline(**{**pipeline.__dict__, "steps": steps})
+    _check_sinks(pipeline)
+    return pipeline
+
+
+def _read(path: str) -> str:
+    if not os.path.isfile(path):
+        what = "is a directory" if os.path.isdir(path) else "does not exist"
+        msg = f"pipeline file {path} {what}"
+        raise PipelineError(msg)
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def _resolve(folder: str, path: str) -> str:
+    if "://" in path or os.path.isabs(path):
+        return path
+    return os.path.normpath(os.path.join(folder, path))
+
+
+# ------------------------------------------------------------------------------- messages
+_SECTION_KEYS = {"pipeline": PipelineSection, "sources": SourceSection, "sinks": SinkSection}
+
+
+def _located(exc: ValidationError, path: str, lines: KeyLines, raw: dict) -> PipelineError:
+    error = exc.errors()[0]
+    loc = tuple(error["loc"])
+    where = f"{path}:{lines.line_of(loc)}" if lines.line_of(loc) else path
+    return PipelineError(f"{where}: {_describe(error, loc, raw)}")
+
+
+def _table(loc: tuple) -> str:
+    if not loc:
+        return "the file"
+    if loc[0] in ("sources", "sinks", "steps") and len(loc) > 1:
+        return f"[{loc[0]}.{loc[1]}]"
+    return f"[{loc[0]}]"
+
+
+def _describe(error: dict, loc: tuple, raw: dict) -> str:
+    kind, key = error["type"], loc[-1] if loc else ""
+    if kind == "extra_forbidden":
+        parent = loc[:-1]
+        model = (_Document if len(parent) == 0 else
+                 _SECTION_KEYS.get(parent[0]) if len(parent) in (1, 2) else None)
+        accepted = sorted(f.alias or n for n, f in model.model_fields.items()) if model else []
+        return f"{_table(parent)} has no key {key!r}{_close(str(key), accepted)}; " \
+               f"accepted: {', '.join(accepted)}"
+    if kind == "missing":
+        if len(loc) == 1:
+            return f"the file needs a [{key}] section"
+        return f"{_table(loc[:-1])} needs `{key}`"
+    if kind in ("too_short",) and len(loc) == 1:
+        return f"the file needs at least one [{key}.NAME] table"
+    value = _value_at(raw, loc)
+    return f"`{key}` = {value!r} in {_table(loc[:-1] or loc)}: {error['msg']}"
+
+
+def _value_at(raw: Any, loc: tuple) -> Any:
+    for part in loc:
+        try:
+            raw = raw[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return raw
+
+
+def _close(word: str, accepted: list[str]) -> str:
+    close = difflib.get_close_matches(word, accepted, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _duration(value: str | int, name: str, allow_rows: bool) -> str:
+    from windowkit.core.durations import Duration
+
+    Duration.parse(value, name, allow_rows=allow_rows)
+    return value
+
+
+# --------------------------------------------------------------------------------- checks
+def _check_names(pipeline: Pipeline, document: _Document) -> None:
+    for kind, names in (("sources", document.sources), ("steps", document.steps),
+                        ("sinks", document.sinks)):
+        for name in names:
+            if not _NAME.match(name) or name in RESERVED_NAMES:
+                msg = (f"{pipeline.where(kind, name)}: [{kind}.{name}]: a name is a letter or _ "
+                       f"then letters, digits, _ or -, and not {', '.join(RESERVED_NAMES)}")
+                raise PipelineError(msg)
+    both = set(document.sources) & set(document.steps)
+    if both:
+        name = sorted(both)[0]
+        msg = (f"{pipeline.where('steps', name)}: step {name!r} has the name of a source; "
+               "an input must name one thing")
+        raise PipelineError(msg)
+
+
+def _steps(pipeline: Pipeline, tables: dict[str, dict[str, Any]]) -> tuple[Step, ...]:
+    steps: list[Step] = []
+    for name, table in tables.items():
+        steps.append(_step(pipeline, name, table, [s.name for s in steps]))
+    return tuple(steps)
+
+
+def _step(pipeline: Pipeline, name: str, table: dict[str, Any], earlier: list[str]) -> Step:
+    where = pipeline.where("steps", name)
+    if not isinstance(table, dict):
+        msg = f"{where}: [steps.{name}] must be a table of the step's function and parameters"
+        raise PipelineError(msg)
+    function_name = table.get("function")
+    if function_name is None:
+        msg = f"{where}: [steps.{name}] needs `function`; accepted: {', '.join(FUNCTIONS)}"
+        raise PipelineError(msg)
+    if function_name not in FUNCTIONS:
+        msg = (f"{pipeline.where('steps', name, 'function')}: unknown function "
+               f"{function_name!r}{_close(str(function_name), list(FUNCTIONS))}; accepted: "
+               f"{', '.join(FUNCTIONS)}")
+        raise PipelineError(msg)
+    function = FUNCTIONS[function_name]
+    inputs = {}
+    for role in function.role_keys:
+        inputs[role] = _input(pipeline, name, role, table.get(role), earlier)
+    params = {k: v for k, v in table.items() if k not in (*STEP_KEYS, *function.role_keys)}
+    given = dict(params)
+    for param, (role, attribute) in function.from_input.items():
+        if param not in params:
+            value = _inherited(pipeline, inputs[role], attribute)
+            if value is not None and param in parameter_model(function_name).model_fields:
+                params[param] = value
+    _check_params(pipeline, name, function_name, params, given)
+    return Step(name=name, function=function_name, inputs=inputs, params=given,
+                line=pipeline.lines.line_of(("steps", name)),
+                description=str(table.get("description", "")))
+
+
+def _input(pipeline: Pipeline, step: str, role: str, value: Any, earlier: list[str]) -> str:
+    where = pipeline.where("steps", step, role)
+    known = [*pipeline.sources, *earlier]
+    if value is None:
+        msg = (f"{pipeline.where('steps', step)}: [steps.{step}] needs `{role}`, the source or "
+               f"earlier step it reads; accepted: {', '.join(known)}")
+        raise PipelineError(msg)
+    if value not in known:
+        later = " (a later step: steps run in the order of the file)" if isinstance(
+            value, str) and value not in pipeline.sources else ""
+        msg = (f"{where}: `{role}` names {value!r}, which is neither a source nor an earlier "
+               f"step{later}{_close(str(value), known)}; accepted: {', '.join(known)}")
+        raise PipelineError(msg)
+    return value
+
+
+def _inherited(pipeline: Pipeline, name: str, attribute: str):
+    source = pipeline.sources.get(name)
+    if source is None:
+        return None  # a step's output: its columns are the function's, not a source's
+    return getattr(source, attribute)
+
+
+def _check_params(pipeline: Pipeline, step: str, function: str, params: dict,
+                  given: dict) -> None:
+    model = parameter_model(function)
+    try:
+        model.model_validate(params)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = error["loc"][0] if error["loc"] else ""
+        accepted = accepted_parameters(function)
+        if error["type"] == "extra_forbidden":
+            msg = (f"{pipeline.where('steps', step, key)}: {function} has no parameter "
+                   f"{key!r}{_close(str(key), accepted)}; accepted: "
+                   f"{', '.join([*accepted, *FUNCTIONS[function].role_keys, *STEP_KEYS])}")
+        elif error["type"] == "missing":
+            msg = (f"{pipeline.where('steps', step)}: [steps.{step}] ({function}) needs "
+                   f"`{key}`")
+            if key in FUNCTIONS[function].from_input:
+                msg += " (its input source gives none)"
+        else:
+            msg = (f"{pipeline.where('steps', step, key)}: `{key}` = {params.get(key)!r} for "
+                   f"{function}: {error['msg']}")
+        raise PipelineError(msg) from exc
+    for key, value in params.items():
+        if key in DURATION_PARAMS and isinstance(value, str):
+            try:
+                _duration(value, key, allow_rows=DURATION_PARAMS[key])
+            except ValueError as exc:
+                where = pipeline.where("steps", step, key) if key in given else \
+                    pipeline.where("steps", step)
+                msg = f"{where}: {exc}"
+                raise PipelineError(msg) from exc
+    if function in CORE_CHECKS:
+        try:
+            CORE_CHECKS[function](params)
+        except (ValueError, TypeError) as exc:
+            msg = f"{pipeline.where('steps', step)}: [steps.{step}] ({function}): {exc}"
+            raise PipelineError(msg) from exc
+
+
+def _check_sinks(pipeline: Pipeline) -> None:
+    steps = [s.name for s in pipeline.steps]
+    for name, sink in pipeline.sinks.items():
+        if sink.step not in steps:
+            msg = (f"{pipeline.where('sinks', name, 'step')}: [sinks.{name}] names step "
+                   f"{sink.step!r}{_close(sink.step, steps)}; accepted: {', '.join(steps)}")
+            raise PipelineError(msg)
+        if sink.format != "console" and not sink.path:
+            msg = f"{pipeline.where('sinks', name)}: [sinks.{name}] needs `path` for " \
+                  f"{sink.format}"
+            raise PipelineError(msg)
