@@ -56,6 +56,10 @@ class StepRun:
         Wall-clock seconds of the step (writing its output included).
     output : str
         Where the step's rows were written.
+    inherited : dict
+        Parameters the pipeline file left out that the runner took from the step's inputs
+        (``time``, ``by``, ``time_unit``, ...), as plain values. The report computes with
+        ``{**inherited, **params}`` and shows them apart from what the file gave.
     """
 
     name: str
@@ -68,6 +72,20 @@ class StepRun:
     rows_out: int = 0
     elapsed_s: float = 0.0
     output: str = ""
+    inherited: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        """The parameters the function was called with: ``inherited`` overridden by ``params``.
+
+        Examples
+        --------
+        >>> step = StepRun("s", "widen_detect", {"base": "4 seconds"}, {}, {}, None,
+        ...                inherited={"time": "time", "by": "pid"})
+        >>> step.arguments
+        {'time': 'time', 'by': 'pid', 'base': '4 seconds'}
+        """
+        return {**self.inherited, **self.params}
 
 
 @dataclass

@@ -1,0 +1,95 @@
+"""Small collects for the report: aggregate or filter in Spark, bring few rows to the driver.
+
+A step's input can hold millions of rows; nothing here calls ``toPandas()`` on one. Every
+function reduces in the JVM first (counts, a key's rows, time buckets) and bounds what reaches
+Python.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from windowkit.spark.event_time import event_time
+
+#: The most points one line of a figure gets; beyond, rows are reduced per time bucket.
+MAX_POINTS = 4000
+
+
+def time_micros(df: DataFrame, name: str, time_unit: str | None = None) -> Column:
+    """``df[name]`` as µs since 1970, read as windowkit reads event times.
+
+    An integer column counts ``time_unit`` (microseconds when None: the report draws what it
+    is given rather than refuse a column the step accepted).
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(3,)], "t long")
+    >>> df.select(time_micros(df, "t", "s")).first()[0]
+    3000000
+    """
+    dtype = df.schema[name].dataType
+    if isinstance(dtype, T.IntegralType):
+        return event_time(df, name, time_unit or "us").micros()
+    return event_time(df, name).micros()
+
+
+def is_empty(df: DataFrame | None) -> bool:
+    """Whether a step's result holds no row (None counts as empty).
+
+    Examples
+    --------
+    >>> is_empty(None), is_empty(spark.range(0)), is_empty(spark.range(2))
+    (True, True, False)
+    """
+    return df is None or df.isEmpty()
+
+
+def top_key(df: DataFrame, key: str, weight: Column | None = None) -> Any:
+    """The value of ``key`` with the most rows (or the largest sum of ``weight``); ties go to
+    the smallest value; None if there is no non-null key.
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([("a",), ("b",), ("b",), (None,)], "k string")
+    >>> top_key(df, "k")
+    'b'
+    """
+    measure = F.count(F.lit(1)) if weight is None else F.sum(weight)
+    row = (df.filter(F.col(key).isNotNull()).groupBy(key).agg(measure.alias("wk_n"))
+           .orderBy(F.col("wk_n").desc(), F.col(key).asc()).first())
+    return None if row is None else row[key]
+
+
+def series(df: DataFrame, micros: Column, value: Column, *, max_points: int = MAX_POINTS,
+           reduce: str = "max") -> pd.DataFrame:
+    """``(t, value)`` rows in time order (``t`` in µs), at most about ``max_points`` of them.
+
+    Longer series are reduced in Spark to one row per time bucket (the bucket's ``max`` by
+    default: a peak stays visible; or ``"avg"``), ``t`` the bucket's first instant.
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(t, float(t % 7)) for t in range(100)], "t long, v double")
+    >>> s = series(df, F.col("t"), F.col("v"), max_points=10)
+    >>> len(s) <= 10, float(s["value"].max())
+    (True, 6.0)
+    """
+    rows = df.select(micros.alias("t"), value.cast("double").alias("value")).filter(
+        F.col("t").isNotNull())
+    stats = rows.agg(F.count(F.lit(1)).alias("n"), F.min("t").alias("lo"),
+                     F.max("t").alias("hi")).first()
+    if not stats["n"]:
+        return pd.DataFrame({"t": pd.Series(dtype="int64"), "value": pd.Series(dtype=float)})
+    if stats["n"] > max_points:
+        width = max(1, -(-(stats["hi"] - stats["lo"] + 1) // max_points))
+        bucket = F.floor((F.col("t") - F.lit(stats["lo"])) / F.lit(width))
+        agg = F.max("value") if reduce == "max" else F.avg("value")
+        rows = rows.groupBy(bucket.alias("b")).agg(agg.alias("value")).select(
+            (F.lit(stats["lo"]) + F.col("b") * F.lit(width)).cast("long").alias("t"), "value")
+    out = rows.orderBy("t").toPandas()
+    return out.astype({"t": "int64", "value": "float64"})

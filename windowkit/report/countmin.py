@@ -1,0 +1,142 @@
+"""The report of a ``windowed_count_min`` step: heavy hitters against their true counts.
+
+The step's result is the sites' sketch snapshots. The coordinator's view
+(:func:`~windowkit.spark.merge_count_min`) estimates every distinct item of the input
+(:func:`~windowkit.spark.estimate_frequency`); the true counts are an exact
+``groupBy(item).count()`` over the input's last window, its steps found the way the step
+found them (:func:`~windowkit.spark.countmin.count_min_sites`: positions for
+``unit="samples"``, ``time // tick`` for ``unit="ticks"``; the window is the ``window`` steps
+up to the last one). Heavy hitters are :func:`~windowkit.spark.heavy_hitters` on the latest
+view with ``phi`` (that of a ``heavy_hitters`` step reading this one, else
+:data:`DEFAULT_PHI`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from windowkit.core.durations import to_micros
+from windowkit.report import section as sec
+from windowkit.report.collect import is_empty
+from windowkit.report.figures import BLUE, ORANGE, empty_note, subplots, to_png
+from windowkit.report.model import StepRun
+
+DEFAULT_PHI = 0.01
+#: Items drawn: the largest true counts, and every heavy hitter up to this many in all.
+TOP = 20
+
+
+def count_min_section(step: StepRun, phi: float | None = None) -> sec.Section:
+    """Headline numbers and the figure of a ``windowed_count_min`` step.
+
+    Examples
+    --------
+    >>> from windowkit.spark import windowed_count_min
+    >>> df = spark.createDataFrame([(i % 3 if i % 2 else 7, i) for i in range(40)],
+    ...                            "item int, t long")
+    >>> params = {"item": "item", "time": "t", "window": 10, "algorithm": "perfect"}
+    >>> snaps = windowed_count_min(df, **params)
+    >>> out = count_min_section(StepRun("cm", "windowed_count_min", params, {"input": df},
+    ...                         {"input": "items"}, snaps.filter("rejected IS NULL")), phi=0.3)
+    >>> {h.name: h.value for h in out.headlines}["heavy_hitters"], out.figure.png[:4]
+    (1, b'\\x89PNG')
+    """
+    from windowkit.spark import estimate_frequency, heavy_hitters, merge_count_min
+
+    args = step.arguments
+    df, result, item = step.inputs.get("input"), step.result, args.get("item")
+    phi = DEFAULT_PHI if phi is None else float(phi)
+    if df is None or not isinstance(item, str):
+        return sec.Section(error="the step has no `input` or no `item` column name")
+    truth = last_window_counts(df, args)
+    if is_empty(result):
+        return sec.Section(_headlines(None, truth.count(), None, phi, None),
+                           note="no rows: no sketch snapshot")
+    merged = merge_count_min(result).select("window_count", "sketch").cache()
+    window_count = merged.first()["window_count"]
+    candidates = df.select(item).filter(F.col(item).isNotNull()).distinct()
+    estimated = estimate_frequency(merged, candidates, item).join(truth, item, "left").fillna(
+        0, subset=["true_count"])
+    stats = estimated.agg(F.max(F.col("estimate") - F.col("true_count")).alias("over"),
+                          F.count(F.when(F.col("true_count") > 0, True)).alias("items")).first()
+    hitters = heavy_hitters(result, candidates, phi, item, latest=True).select(item)
+    n_hitters = hitters.count()
+    headlines = _headlines(window_count, stats["items"], n_hitters, phi, stats["over"])
+    top = estimated.orderBy(F.col("true_count").desc(), F.col("estimate").desc()).limit(TOP)
+    shown = (top.unionByName(estimated.join(hitters, item, "left_semi")
+                             .orderBy(F.col("estimate").desc()).limit(TOP))
+             .distinct().toPandas())
+    shown = shown.sort_values(["true_count", "estimate"], ascending=False).head(TOP)
+    png = plot_counts(shown, item, phi * window_count if window_count else None)
+    merged.unpersist()
+    return sec.Section(headlines, sec.Figure(
+        png, alt=f"Bar chart of the {len(shown)} most frequent items' true and estimated "
+                 "counts in the last window",
+        caption=f"True counts in the last window (exact) against the sketch's estimates; "
+                f"dashed line: the heavy-hitter threshold φ·W (φ = {phi:g})"))
+
+
+def last_window_counts(df: DataFrame, args: dict[str, Any]) -> DataFrame:
+    """``item, true_count``: exact counts of the input's last window, as the step defines it.
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(i % 2, i) for i in range(10)], "item int, t long")
+    >>> sorted(tuple(r) for r in last_window_counts(df, {"item": "item", "time": "t",
+    ...                                                  "window": 3}).collect())
+    [(0, 1), (1, 2)]
+    """
+    from windowkit.spark.countmin import POSITION, POSITION_MICROS, count_min_sites
+
+    item, unit = args["item"], args.get("unit", "samples")
+    sites = count_min_sites(df, item, args.get("time"), args.get("by"), args.get("shards"),
+                            unit=unit, time_unit=args.get("time_unit"))
+    per_step = POSITION_MICROS if unit == "samples" else to_micros(args.get("tick"), "tick")
+    rows = sites.filter(F.col(item).isNotNull() & F.col(POSITION).isNotNull()).select(
+        item, F.floor(F.col(POSITION) / F.lit(per_step)).alias("wk_step"))
+    last = rows.agg(F.max("wk_step")).first()[0]
+    if last is None:
+        return rows.limit(0).groupBy(item).agg(F.count(F.lit(1)).alias("true_count"))
+    recent = rows.filter(F.col("wk_step") > F.lit(last - int(args["window"])))
+    return recent.groupBy(item).agg(F.count(F.lit(1)).alias("true_count"))
+
+
+def plot_counts(items: pd.DataFrame, item: str, threshold: float | None) -> bytes:
+    """Paired bars per item: true count in the window and the sketch's estimate; PNG bytes.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"ip": ["a", "b"], "true_count": [9, 4], "estimate": [9, 6]})
+    >>> plot_counts(t, "ip", 5.0)[:4]
+    b'\\x89PNG'
+    """
+    fig, ax = subplots(height=3.6)
+    if not len(items):
+        empty_note(ax, "no item in the window")
+        return to_png(fig)
+    x = np.arange(len(items))
+    ax.bar(x - 0.2, items["true_count"], width=0.4, color=BLUE, label="true count")
+    ax.bar(x + 0.2, items["estimate"], width=0.4, color=ORANGE, label="estimate")
+    if threshold is not None:
+        ax.axhline(threshold, color="black", lw=0.8, ls="--", label="heavy-hitter threshold")
+    ax.set_xticks(x, [str(v) for v in items[item]], rotation=45, ha="right", fontsize=7)
+    ax.set_xlabel(item)
+    ax.set_ylabel("rows in the last window")
+    ax.set_title(f"the {len(items)} most frequent items of the last window")
+    ax.legend(loc="upper right", fontsize=8)
+    return to_png(fig)
+
+
+def _headlines(window_count: float | None, items: int, hitters: int | None, phi: float,
+               over: float | None) -> list[sec.Headline]:
+    return [
+        sec.count("window_count", "window count W (sketch)", window_count),
+        sec.count("items", "distinct items in the window", items),
+        sec.count("heavy_hitters", f"heavy hitters (φ = {phi:g})", hitters),
+        sec.count("max_overestimate", "max overestimate", over),
+    ]

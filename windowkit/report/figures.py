@@ -1,0 +1,99 @@
+"""Matplotlib figures for the report, returned as PNG bytes (Agg backend, no display)."""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: Figure width in inches and resolution: one column of the page at full width.
+WIDTH, DPI = 10.0, 100
+BLUE, ORANGE, GREY = "#31587a", "#e4572e", "#8a8f98"
+
+
+def subplots(nrows: int = 1, height: float = 3.4, **kwargs: Any):
+    """A figure of ``nrows`` stacked axes on the Agg backend: ``(fig, axes)``.
+
+    Examples
+    --------
+    >>> fig, ax = subplots()
+    >>> to_png(fig)[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
+    True
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(nrows, 1, figsize=(WIDTH, height), dpi=DPI, **kwargs)
+
+
+def to_png(fig) -> bytes:
+    """The figure as PNG bytes; the figure is closed (pyplot keeps every open figure).
+
+    Examples
+    --------
+    >>> fig, ax = subplots(height=2)
+    >>> len(to_png(fig)) > 1000
+    True
+    """
+    import matplotlib.pyplot as plt
+
+    try:
+        fig.tight_layout()
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png")
+    finally:
+        plt.close(fig)
+    return buffer.getvalue()
+
+
+def png_of(plot: Callable[[str], Any]) -> bytes:
+    """The PNG a path-writing plot function (``windowkit.plots``) writes, as bytes.
+
+    Examples
+    --------
+    >>> from windowkit.plots import plot_frames
+    >>> r = pd.DataFrame({"time": pd.date_range("2024-01-01", periods=3, freq="30s"),
+    ...                   "loss_rate": [0.0, 0.5, 0.0]})
+    >>> f = pd.DataFrame({"start": [r.time[1]], "end": [r.time[2]], "status": ["final"]})
+    >>> png_of(lambda path: plot_frames(r, f, path))[:4]
+    b'\\x89PNG'
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "figure.png")
+        plot(path)
+        with open(path, "rb") as handle:
+            return handle.read()
+
+
+def as_datetime(micros: Any) -> pd.DatetimeIndex:
+    """µs since 1970 (UTC) as datetimes for a time axis.
+
+    Examples
+    --------
+    >>> as_datetime([0, 90_000_000]).strftime("%H:%M:%S").tolist()
+    ['00:00:00', '00:01:30']
+    """
+    return pd.to_datetime(np.asarray(micros, dtype="int64"), unit="us")
+
+
+def empty_note(ax, text: str) -> None:
+    """Write ``text`` in the middle of an axes that has nothing else to show.
+
+    Examples
+    --------
+    >>> fig, ax = subplots(height=2)
+    >>> empty_note(ax, "no detection")
+    >>> ax.texts[0].get_text()
+    'no detection'
+    >>> _ = to_png(fig)
+    """
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color=GREY)
+    ax.set_xticks([])
+    ax.set_yticks([])

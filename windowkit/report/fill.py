@@ -1,0 +1,175 @@
+"""The report of a ``fill_frames`` step: frames on a timeline, the rows they were filled with.
+
+The counts come from the step's own inputs: ``fill_frames`` is run again with one aggregate,
+the rows each frame meets, so frames that met no row are counted too (whether the step
+attached rows or aggregated them).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from windowkit.core.durations import to_micros
+from windowkit.report import section as sec
+from windowkit.report.collect import is_empty, series, time_micros
+from windowkit.report.figures import BLUE, GREY, ORANGE, as_datetime, empty_note, subplots, to_png
+from windowkit.report.model import StepRun
+
+_ROWS = "wk_rows"
+#: The most frames of one key drawn, and labelled with their counts.
+MAX_FRAMES, MAX_LABELS = 300, 40
+#: Parameters of fill_frames that shape the join (``aggregates`` is the step's own business).
+_JOIN_PARAMS = ("time", "by", "before", "after", "statuses", "bucket", "time_unit")
+
+
+def fill_section(step: StepRun) -> sec.Section:
+    """Headline numbers and the figure of a ``fill_frames`` step.
+
+    Examples
+    --------
+    >>> frames = spark.createDataFrame([("r1", 0, 100, 200, 150, "final")],
+    ...     "router string, frame_id long, start long, end long, last long, status string")
+    >>> bgp = spark.createDataFrame([("r1", t) for t in (60, 75, 120, 250)],
+    ...                             "router string, t long")
+    >>> params = {"time": "t", "by": "router", "time_unit": "s"}
+    >>> from windowkit.spark import fill_frames
+    >>> out = fill_section(StepRun("fill", "fill_frames", params,
+    ...     {"input": frames, "data": bgp}, {"input": "loss", "data": "bgp"},
+    ...     fill_frames(frames, bgp, **params)))
+    >>> [(h.name, h.value) for h in out.headlines]
+    [('frames', 1), ('frames_filled', 1), ('rows_attached', 2), ('frames_empty', 0)]
+    """
+    frames, data = step.inputs.get("input"), step.inputs.get("data")
+    if frames is None or data is None:
+        return sec.Section(error="the step has no `input` frames or no `data` rows")
+    per_frame = frame_counts(frames, data, step.arguments)
+    stats = per_frame.agg(
+        F.count(F.lit(1)).alias("frames"),
+        F.count(F.when(F.col(_ROWS) > 0, True)).alias("filled"),
+        F.coalesce(F.sum(_ROWS), F.lit(0)).alias("attached"),
+        F.count(F.when(F.col(_ROWS) == 0, True)).alias("empty")).first()
+    headlines = [
+        sec.count("frames", "frames to fill", stats["frames"]),
+        sec.count("frames_filled", "frames filled", stats["filled"]),
+        sec.count("rows_attached", "rows attached", stats["attached"]),
+        sec.count("frames_empty", "frames with no rows", stats["empty"]),
+    ]
+    if is_empty(step.result) or not stats["frames"]:
+        return sec.Section(headlines, note="no rows: no frame was filled")
+    figure = _figure(step, frames, data, per_frame)
+    return sec.Section(headlines, figure)
+
+
+def frame_counts(frames: DataFrame, data: DataFrame, params: dict[str, Any]) -> DataFrame:
+    """Each frame the step fills, with ``wk_rows``, the filler rows it meets (0 for none).
+
+    Examples
+    --------
+    >>> frames = spark.createDataFrame([(0, 10, 20, 15, "final"), (1, 50, 60, 55, "final")],
+    ...     "frame_id long, start long, end long, last long, status string")
+    >>> data = spark.createDataFrame([(t,) for t in (12, 18, 19)], "t long")
+    >>> sorted(tuple(r) for r in frame_counts(frames, data, {"time": "t", "before": "0 s",
+    ...        "time_unit": "s"}).select("frame_id", "wk_rows").collect())
+    [(0, 3), (1, 0)]
+    """
+    from windowkit.spark import fill_frames
+
+    kwargs = {k: params[k] for k in _JOIN_PARAMS if k in params}
+    return fill_frames(frames, data, aggregates={_ROWS: F.count(F.lit(1))}, **kwargs)
+
+
+def plot_fill(frames: pd.DataFrame, rows: pd.DataFrame, attached: pd.DataFrame,
+              title: str) -> bytes:
+    """One key's frames (shaded, their shifted intervals lighter), every filler row of the
+    key as a grey tick and the attached ones as orange ticks; PNG bytes.
+
+    ``frames``: ``start``, ``end``, ``lo``, ``hi`` (datetimes) and ``rows``; ``rows`` and
+    ``attached``: a ``time`` column.
+
+    Examples
+    --------
+    >>> t = pd.to_datetime(["2024-01-01 00:01", "2024-01-01 00:02"])
+    >>> f = pd.DataFrame({"start": t[:1], "end": t[1:], "lo": t[:1], "hi": t[1:], "rows": [1]})
+    >>> plot_fill(f, pd.DataFrame({"time": t}), pd.DataFrame({"time": t[:1]}), "r1")[:4]
+    b'\\x89PNG'
+    """
+    fig, ax = subplots(height=3.0)
+    if not len(frames):
+        empty_note(ax, "no frame")
+        return to_png(fig)
+    for i, f in enumerate(frames.itertuples()):
+        ax.axvspan(f.lo, f.hi, color=BLUE, alpha=0.08, lw=0,
+                   label="frame shifted by before/after" if i == 0 else None)
+        ax.axvspan(f.start, f.end, color=BLUE, alpha=0.25, lw=0, label="frame" if i == 0 else None)
+        if len(frames) <= MAX_LABELS:
+            middle = f.start + (f.end - f.start) / 2
+            ax.text(middle, 0.93, f"{f.rows:,}", ha="center", va="top", fontsize=8, color=BLUE)
+    ax.eventplot([np.asarray(rows["time"]), np.asarray(attached["time"])],
+                 lineoffsets=[0.3, 0.65], linelengths=0.25, colors=[GREY, ORANGE], lw=0.8)
+    ax.set_ylim(0, 1)
+    ax.set_yticks([0.3, 0.65], ["filler rows", "attached"])
+    ax.set_title(title)
+    ax.legend(loc="upper right", fontsize=8)
+    return to_png(fig)
+
+
+def _figure(step: StepRun, frames: DataFrame, data: DataFrame, per_frame: DataFrame
+            ) -> sec.Figure:
+    params = step.arguments
+    by, unit, time = params.get("by"), params.get("time_unit"), params["time"]
+    busiest = None
+    if by:
+        top = (per_frame.groupBy(by).agg(F.sum(_ROWS).alias("n"))
+               .orderBy(F.col("n").desc(), F.col(by).asc()).first())
+        busiest = top[by] if top is not None else None
+        per_frame = per_frame.filter(F.col(by) == F.lit(busiest))
+        data = data.filter(F.col(by) == F.lit(busiest))
+    before, after = _shift(params, "before"), _shift(params, "after")
+    start = time_micros(per_frame, "start", unit)
+    end = F.coalesce(time_micros(per_frame, "end", unit), time_micros(per_frame, "last", unit)
+                     + 1)
+    shown = (per_frame.select(start.alias("start"), end.alias("end"), F.col(_ROWS).alias("rows"))
+             .orderBy("start").limit(MAX_FRAMES).toPandas())
+    lo, hi = int(shown["start"].min()) - before, int(shown["end"].max()) + after
+    t = time_micros(data, time, unit)
+    nearby = data.filter((t >= F.lit(lo)) & (t < F.lit(hi)))
+    rows = series(nearby, time_micros(nearby, time, unit), F.lit(1.0))
+    shifted = data.sparkSession.createDataFrame(
+        [(int(a) - before, int(b) + after) for a, b in zip(shown["start"], shown["end"],
+                                                            strict=True)], "lo long, hi long")
+    times = nearby.select(t.alias("t"))
+    taken = times.join(F.broadcast(shifted), (times["t"] >= shifted["lo"])
+                       & (times["t"] < shifted["hi"]), "left_semi")
+    attached = series(taken, F.col("t"), F.lit(1.0))
+    table = pd.DataFrame({
+        "start": as_datetime(shown["start"]), "end": as_datetime(shown["end"]),
+        "lo": as_datetime(shown["start"] - before), "hi": as_datetime(shown["end"] + after),
+        "rows": shown["rows"].astype("int64")})
+    name = f"{by} = {busiest}" if by else "all keys"
+    png = plot_fill(table, pd.DataFrame({"time": as_datetime(rows["t"])}),
+                    pd.DataFrame({"time": as_datetime(attached["t"])}),
+                    f"{name}: {len(table)} frames, {int(table['rows'].sum()):,} rows attached")
+    return sec.Figure(
+        png,
+        alt=f"Timeline of the frames of {name} with the filler rows of "
+            f"{step.input_names.get('data', 'data')} as ticks",
+        caption=f"The frames of {name} (the key with the most rows attached), each labelled "
+                "with its rows; ticks: the filler rows, orange where a frame took them",
+    )
+
+
+def _shift(params: dict[str, Any], name: str) -> int:
+    """``before``/``after`` in µs, with fill_frames' defaults (a zero duration allowed)."""
+    from windowkit.spark import fill_frames
+
+    value = params.get(name, inspect.signature(fill_frames).parameters[name].default)
+    text = str(value).strip().split(" ")[0]
+    if value == 0 or text in ("0", "0.0"):
+        return 0
+    return to_micros(value, name)

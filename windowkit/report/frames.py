@@ -1,0 +1,172 @@
+"""The report of a frames step: frames shaded on the series of the key with the most frames.
+
+Covers ``threshold_frames``, ``boundary_frames``, ``delta_frames``, ``aggregate_frames`` and
+``custom_frames``: they share one output (``key``, ``frame_id``, ``start``, ``end``, ``last``,
+``status``, ...). The series drawn is the step's ``value`` parameter, or for threshold frames
+the first numeric input column the ``when`` predicate names (with its threshold as a line when
+the predicate is a plain comparison such as ``loss_rate > 0.003``), or else the predicate
+itself as 0/1.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from windowkit.report import section as sec
+from windowkit.report.collect import is_empty, series, time_micros, top_key
+from windowkit.report.figures import as_datetime, png_of
+from windowkit.report.model import StepRun
+
+FUNCTIONS = ("threshold_frames", "boundary_frames", "delta_frames", "aggregate_frames",
+             "custom_frames")
+#: The most frames of one key drawn.
+MAX_FRAMES = 2000
+_COMPARISON = re.compile(r"^\s*`?([A-Za-z_][\w]*)`?\s*(>=|>|<=|<)\s*([-+]?[\d.]+(?:[eE][-+]?\d+)?)"
+                         r"\s*$")
+
+
+def frames_section(step: StepRun) -> sec.Section:
+    """Headline numbers and the figure of a frames step.
+
+    Examples
+    --------
+    >>> from windowkit.spark import threshold_frames, split_rejected
+    >>> df = spark.createDataFrame([("s1", t, x) for t, x in enumerate([30, 33, 34, 30], 1)],
+    ...                            "sensor string, t long, temp int")
+    >>> params = {"time": "t", "when": "temp > 32", "by": "sensor", "time_unit": "s"}
+    >>> frames, _ = split_rejected(threshold_frames(df, **params))
+    >>> out = frames_section(StepRun("hot", "threshold_frames", params, {"input": df},
+    ...                              {"input": "temps"}, frames, rows_out=1))
+    >>> [(h.name, h.value) for h in out.headlines][:3], out.figure.png[:4]
+    ([('frames', 1), ('keys', 1), ('total', 2000000)], b'\\x89PNG')
+    """
+    params = step.arguments
+    key = params.get("by") or "key"
+    unit = params.get("time_unit")
+    result = step.result
+    if is_empty(result):
+        return sec.Section(frame_headlines(None, key, unit), note="no rows: no frame found")
+    headlines = frame_headlines(result, key, unit)
+    final = result.filter(F.col("status") == "final")
+    shown = final if headlines[0].value else result
+    busiest = top_key(shown, key)
+    frames = _key_frames(shown, key, busiest, unit)
+    readings, label, threshold = _readings(step, key, busiest)
+    name = f"{key} = {busiest}" if params.get("by") else "the stream"
+    title = f"{name}: {int((frames['status'] == 'final').sum())} final frames"
+    png = png_of(lambda path: _plot(readings, frames, path, label, threshold, title))
+    what = f"{label} of {name}" if len(readings) else f"the frames of {name}"
+    figure = sec.Figure(
+        png,
+        alt=f"Time series of {what}, with its final frames shaded",
+        caption=f"{what} (the key with the most frames), final frames shaded"
+        + (f"; dashed line: the threshold {threshold:g}" if threshold is not None else ""),
+    )
+    return sec.Section(headlines, figure)
+
+
+def frame_headlines(result: DataFrame | None, key: str, time_unit: str | None = None
+                    ) -> list[sec.Headline]:
+    """Final frames, keys with frames, total, median and longest frame duration (``end -
+    start``), computed in one Spark aggregation.
+
+    Examples
+    --------
+    >>> import datetime as dt
+    >>> t = dt.datetime(2024, 1, 1)
+    >>> df = spark.createDataFrame(
+    ...     [("a", t, t + dt.timedelta(seconds=s), "final") for s in (10, 30)],
+    ...     "k string, start timestamp, end timestamp, status string")
+    >>> [(h.name, h.text) for h in frame_headlines(df, "k")]  # doctest: +NORMALIZE_WHITESPACE
+    [('frames', '2'), ('keys', '1'), ('total', '40 s'), ('median', '20 s'),
+     ('longest', '30 s')]
+    """
+    stats: dict[str, Any] = {"n": 0, "keys": 0, "total": None, "median": None, "longest": None}
+    if result is not None:
+        final = result.filter(F.col("status") == "final")
+        length = time_micros(final, "end", time_unit) - time_micros(final, "start", time_unit)
+        stats = final.select(F.col(key).alias("wk_key"), length.alias("wk_len")).agg(
+            F.count(F.lit(1)).alias("n"), F.count_distinct("wk_key").alias("keys"),
+            F.sum("wk_len").alias("total"), F.median("wk_len").alias("median"),
+            F.max("wk_len").alias("longest")).first().asDict()
+    return [
+        sec.count("frames", "frames (final)", stats["n"]),
+        sec.count("keys", "keys with frames", stats["keys"]),
+        sec.duration("total", "total frame duration", stats["total"]),
+        sec.duration("median", "median frame duration", stats["median"]),
+        sec.duration("longest", "longest frame", stats["longest"]),
+    ]
+
+
+def series_column(df: DataFrame, params: dict[str, Any], function: str
+                  ) -> tuple[Column | None, str, float | None]:
+    """The column to draw under the frames, its label, and the threshold line if any.
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(1, 0.5, "x")], "t long, loss double, name string")
+    >>> col, label, threshold = series_column(df, {"when": "loss > 0.003"}, "threshold_frames")
+    >>> label, threshold
+    ('loss', 0.003)
+    >>> series_column(df, {"value": "loss * 2"}, "delta_frames")[1:]
+    ('loss * 2', None)
+    """
+    if function != "threshold_frames":
+        value = params.get("value")
+        if not isinstance(value, str):
+            return None, "value", None
+        return F.expr(value).cast("double"), value, None
+    when = params.get("when")
+    if not isinstance(when, str):
+        return None, "when", None
+    numeric = [f.name for f in df.schema.fields if isinstance(f.dataType, T.NumericType)]
+    named = [c for c in numeric if re.search(rf"(?<![\w.]){re.escape(c)}(?!\w)", when)]
+    if not named:
+        return F.expr(when).cast("double"), when, None
+    match = _COMPARISON.match(when)
+    threshold = float(match.group(3)) if match and match.group(1) == named[0] else None
+    return F.col(f"`{named[0]}`").cast("double"), named[0], threshold
+
+
+def _readings(step: StepRun, key: str, busiest: Any) -> tuple[pd.DataFrame, str, float | None]:
+    """The busiest key's input series (reduced in Spark if long), its label, its threshold."""
+    df = step.inputs.get("input")
+    params = step.arguments
+    time = params.get("time")
+    empty = pd.DataFrame({"time": pd.Series(dtype="datetime64[ns]"), "value": []})
+    if df is None or not isinstance(time, str) or time not in df.columns:
+        return empty, "value", None
+    value, label, threshold = series_column(df, params, step.function)
+    if value is None:
+        return empty, label, None
+    if params.get("by") and key in df.columns:
+        df = df.filter(F.col(key) == F.lit(busiest))
+    rows = series(df, time_micros(df, time, params.get("time_unit")), value)
+    return pd.DataFrame({"time": as_datetime(rows["t"]), "value": rows["value"]}), label, threshold
+
+
+def _key_frames(frames: DataFrame, key: str, busiest: Any, unit: str | None) -> pd.DataFrame:
+    """One key's frames (``start``, ``end`` as datetimes; an open fragment ends after its
+    last row), at most :data:`MAX_FRAMES` of them."""
+    rows = frames.filter(F.col(key) == F.lit(busiest)) if busiest is not None else frames
+    start = time_micros(rows, "start", unit)
+    end = F.coalesce(time_micros(rows, "end", unit), time_micros(rows, "last", unit) + 1)
+    pdf = (rows.select(start.alias("start"), end.alias("end"), "status")
+           .orderBy("start").limit(MAX_FRAMES).toPandas())
+    return pd.DataFrame({"start": as_datetime(pdf["start"]), "end": as_datetime(pdf["end"]),
+                         "status": pdf["status"].astype(str)})
+
+
+def _plot(readings: pd.DataFrame, frames: pd.DataFrame, path: str, label: str,
+          threshold: float | None, title: str) -> str:
+    from windowkit.plots import plot_frames
+
+    data = readings.rename(columns={"value": label})
+    return plot_frames(data, frames, path, time="time", value=label, threshold=threshold,
+                       title=title)

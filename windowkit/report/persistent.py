@@ -1,0 +1,81 @@
+"""The report of ``persistent_items`` and ``exact_persistent_items`` steps: the heatmap.
+
+Rows are the items reported in the most windows (:func:`windowkit.plots.persistence_matrix`
+orders them), columns the windows, a cell the item's persistence in the window as a fraction
+of its slots (the sketch's ``estimate``, or the exact ``persistence``).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from pyspark.sql import functions as F
+
+from windowkit.report import section as sec
+from windowkit.report.collect import is_empty, time_micros
+from windowkit.report.figures import as_datetime, png_of
+from windowkit.report.model import StepRun
+
+#: Items drawn in the heatmap.
+TOP = 30
+
+
+def persistent_section(step: StepRun) -> sec.Section:
+    """Headline numbers and the heatmap of a persistent-items step.
+
+    Examples
+    --------
+    >>> from windowkit.spark import exact_persistent_items, split_persistent
+    >>> seen = [("a", 1), ("a", 12), ("a", 14), ("b", 15), ("a", 21), ("b", 37)]
+    >>> df = spark.createDataFrame(seen, "ip string, s long")
+    >>> params = {"item": "ip", "time": "s", "time_unit": "s", "slot": "10 seconds",
+    ...           "window_slots": 4, "alpha": 0.5}
+    >>> found, _ = split_persistent(exact_persistent_items(df, **params))
+    >>> out = persistent_section(StepRun("p", "exact_persistent_items", params, {"input": df},
+    ...                          {"input": "flows"}, found))
+    >>> [(h.name, h.value) for h in out.headlines], out.figure.png[:4]
+    ([('items', 2), ('windows', 3), ('reports', 4)], b'\\x89PNG')
+    """
+    args = step.arguments
+    item, result = args.get("item"), step.result
+    value = "persistence" if step.function == "exact_persistent_items" else "estimate"
+    if not isinstance(item, str):
+        return sec.Section(error="the step has no `item` column name")
+    stats = {"items": 0, "windows": 0, "reports": 0}
+    if result is not None:
+        stats = result.agg(F.count_distinct(item).alias("items"),
+                           F.count_distinct("window_end_slot").alias("windows"),
+                           F.count(F.lit(1)).alias("reports")).first().asDict()
+    headlines = [sec.count("items", "items reported", stats["items"]),
+                 sec.count("windows", "windows with a report", stats["windows"]),
+                 sec.count("reports", "reports (item, window)", stats["reports"])]
+    if is_empty(result):
+        return sec.Section(headlines, note="no rows: no persistent item")
+    top = (result.groupBy(item).agg(F.count(F.lit(1)).alias("wk_n"), F.sum(value).alias("wk_s"))
+           .orderBy(F.col("wk_n").desc(), F.col("wk_s").desc(), F.col(item).asc()).limit(TOP))
+    rows = result.join(F.broadcast(top.select(item)), item, "left_semi")
+    end = time_micros(rows, "window_end", args.get("time_unit"))
+    pdf = rows.select("window_end_slot", end.alias("window_end"), item, value).toPandas()
+    pdf["window_end"] = as_datetime(pdf["window_end"])
+    slots = _window_slots(step)
+
+    def draw(path: str) -> str:
+        from windowkit.plots import plot_persistence
+
+        return plot_persistence(pdf, path, item=item, value=value, window_slots=slots, top=TOP)
+
+    shown = min(TOP, stats["items"])
+    return sec.Section(headlines, sec.Figure(
+        png_of(draw),
+        alt=f"Heatmap of the persistence of the {shown} items reported in the most windows",
+        caption=f"The {shown} items reported in the most windows (rows) over the windows "
+                f"(columns); colour: {value} as a fraction of the window's {slots} slots, "
+                "blank where the item was not reported"))
+
+
+def _window_slots(step: StepRun) -> int:
+    from windowkit import spark as wk
+
+    default = inspect.signature(getattr(wk, step.function)).parameters["window_slots"].default
+    return int(step.arguments.get("window_slots", default))
+

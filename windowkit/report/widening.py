@@ -1,0 +1,121 @@
+"""The report of a ``widen_detect`` step: detections on a timeline, with their delay.
+
+A detection's *delay* is its ``detected_at`` minus its ``first_time`` (the episode's first
+step): how long after the episode began it was reported. The paper's result is that this
+delay grows in proportion to the episode's own duration, so the second panel draws the two
+against each other.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import functions as F
+
+from windowkit.report import section as sec
+from windowkit.report.collect import is_empty, time_micros
+from windowkit.report.figures import BLUE, GREY, ORANGE, as_datetime, subplots, to_png
+from windowkit.report.format import format_duration
+from windowkit.report.model import StepRun
+
+#: Detections drawn (the earliest), and the most keys given a row of the timeline.
+MAX_DETECTIONS, MAX_LABELLED = 500, 30
+
+
+def widening_section(step: StepRun) -> sec.Section:
+    """Headline numbers and the figure of a ``widen_detect`` step.
+
+    Examples
+    --------
+    >>> from datetime import datetime, timedelta
+    >>> from windowkit.spark import split_detections, widen_detect
+    >>> t0 = datetime(2026, 1, 1)
+    >>> rows = [(7, 0, "accept", "3", None, "4"), (7, 3, "dup", "4", None, "0"),
+    ...         (7, 5, "dup", "4", None, "1"), (7, 9, "dup", "4", None, "2"),
+    ...         (7, 20, "execve", None, "/bin/sh", "0")]
+    >>> df = spark.createDataFrame([(p, t0 + timedelta(seconds=s), *rest)
+    ...                             for p, s, *rest in rows],
+    ...                            "pid long, t timestamp, call string, fd string, "
+    ...                            "exe string, ret string")
+    >>> params = {"time": "t", "by": "pid", "base": "4 seconds", "max_length": 8,
+    ...           "max_duration": "1 minute"}
+    >>> found, _ = split_detections(widen_detect(df, **params))
+    >>> out = widening_section(StepRun("shell", "widen_detect", params, {"input": df},
+    ...                        {"input": "calls"}, found))
+    >>> [(h.name, h.text) for h in out.headlines]  # doctest: +NORMALIZE_WHITESPACE
+    [('detections', '1'), ('keys', '1'), ('median_delay', '32 s'),
+     ('max_delay', '32 s')]
+    >>> out.figure.png[:4]
+    b'\\x89PNG'
+    """
+    args = step.arguments
+    key, unit, result = args.get("by") or "key", args.get("time_unit"), step.result
+    stats = {"n": 0, "keys": 0, "median": None, "longest": None}
+    if result is not None:
+        delay = (time_micros(result, "detected_at", unit)
+                 - time_micros(result, "first_time", unit))
+        stats = result.select(F.col(key).alias("wk_key"), delay.alias("wk_delay")).agg(
+            F.count(F.lit(1)).alias("n"), F.count_distinct("wk_key").alias("keys"),
+            F.median("wk_delay").alias("median"), F.max("wk_delay").alias("longest")
+        ).first().asDict()
+    headlines = [sec.count("detections", "detections", stats["n"]),
+                 sec.count("keys", "keys with a detection", stats["keys"]),
+                 sec.duration("median_delay", "median delay", stats["median"]),
+                 sec.duration("max_delay", "max delay", stats["longest"])]
+    if is_empty(result):
+        return sec.Section(headlines, note="no rows: nothing detected")
+    pdf = (result.select(F.col(key).cast("string").alias("key"),
+                         time_micros(result, "first_time", unit).alias("first"),
+                         time_micros(result, "last_time", unit).alias("last"),
+                         time_micros(result, "detected_at", unit).alias("detected"),
+                         F.col("level"))
+           .orderBy("detected", "key").limit(MAX_DETECTIONS).toPandas())
+    png = plot_detections(pdf, key)
+    return sec.Section(headlines, sec.Figure(
+        png, alt=f"Timeline of {len(pdf)} detections per {key}, and their delay against the "
+                 "episode's duration",
+        caption="Top: each detected episode (bar: first to last step) and when it was "
+                "detected (dot), one row per key. Bottom: delay (detection − first step) "
+                "against the episode's duration"))
+
+
+def plot_detections(detections: pd.DataFrame, key: str) -> bytes:
+    """Timeline of detections (one row per key) above delay against episode duration.
+
+    ``detections``: ``key`` (str), ``first``, ``last``, ``detected`` (µs).
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"key": ["7"], "first": [0], "last": [20_000_000],
+    ...                   "detected": [32_000_000]})
+    >>> plot_detections(d, "pid")[:4]
+    b'\\x89PNG'
+    """
+    fig, (top, bottom) = subplots(2, height=6.2, gridspec_kw={"height_ratios": [3, 2]})
+    keys = list(dict.fromkeys(detections["key"]))
+    row = {k: i for i, k in enumerate(keys)}
+    y = detections["key"].map(row).to_numpy()
+    first, last = as_datetime(detections["first"]), as_datetime(detections["last"])
+    detected = as_datetime(detections["detected"])
+    top.hlines(y, first, detected, color=GREY, lw=0.8, label="delay")
+    top.hlines(y, first, last, color=BLUE, lw=4, label="episode (first to last step)")
+    top.scatter(detected, y, color=ORANGE, s=14, zorder=3, label="detected")
+    delay = (detections["detected"] - detections["first"]).to_numpy()
+    if len(detections) <= MAX_LABELLED:
+        for yi, when, d in zip(y, detected, delay, strict=True):
+            top.annotate(format_duration(d), (when, yi), xytext=(4, 0),
+                         textcoords="offset points", va="center", fontsize=7)
+    top.set_yticks(range(len(keys)), keys if len(keys) <= MAX_LABELLED else [""] * len(keys),
+                   fontsize=7)
+    top.set_ylabel(key)
+    top.set_xlabel("time")
+    top.set_title(f"{len(detections)} detections")
+    top.legend(loc="upper left", fontsize=7)
+    span = (detections["last"] - detections["first"]).to_numpy() / 1e6
+    bottom.scatter(span, delay / 1e6, color=ORANGE, s=14)
+    reach = float(max(np.max(span, initial=0), np.max(delay / 1e6, initial=0), 1))
+    bottom.plot([0, reach], [0, reach], color=GREY, lw=0.8, ls="--", label="delay = duration")
+    bottom.set_xlabel("episode duration, first to last step (s)")
+    bottom.set_ylabel("delay (s)")
+    bottom.legend(loc="upper left", fontsize=7)
+    return to_png(fig)
