@@ -22,6 +22,7 @@ from windowkit.datasets.network_day import (
     MINUTE,
     PHONE_HOME_MINUTES,
     SHELL_SPAN_MINUTES,
+    SMALL_DAY,
     TABLES,
     TRUTH,
     network_day,
@@ -29,10 +30,7 @@ from windowkit.datasets.network_day import (
 )
 from windowkit.reference.episodes import occurrences
 
-SMALL = {"hours": 5, "routers": 4, "hosts": 2, "flows_per_second": 1.0, "sources": 800,
-         "destinations": 3000, "phone_home": 3, "shells": 2, "decoys": 3,
-         "incident_gap": "40 minutes", "seed": 7}
-"""The small day of the Spark test: every kind of case, a few thousand rows per table."""
+SMALL = SMALL_DAY
 
 COLUMNS = {
     "routers": {"router": "object", "time": "datetime64[us, UTC]", "loss_rate": "float64"},

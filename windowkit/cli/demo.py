@@ -1,15 +1,20 @@
-"""``windowkit demo``: the router example end to end on generated data."""
+"""``windowkit demo``: a generated network day through all five techniques, with its report.
+
+Writes the day's tables under ``OUTPUT/data``, a copy of the shipped pipeline file as
+``OUTPUT/network_day.toml`` (edit it and rerun it with ``windowkit run``), runs it, and prints
+how many of the injected cases each step found, and where the results and the report are.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
+from importlib import resources
 
-import pandas as pd
+from windowkit.cli.common import Progress, check_output, claim_output
 
-from windowkit.cli.common import Progress
-
-THRESHOLD = 0.003
+PIPELINE = "network_day.toml"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,70 +23,60 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     Examples
     --------
     >>> from windowkit.cli import build_parser
-    >>> build_parser().parse_args(["demo"]).routers
-    50
+    >>> args = build_parser().parse_args(["demo"])
+    >>> args.hours, args.output
+    (24.0, 'out/demo')
     """
     p = subparsers.add_parser(
         "demo",
-        help="router loss-rate demo: threshold frames on generated data, Parquet and a plot",
+        help="a generated network day through all five techniques, with an HTML report",
+        description=__doc__.splitlines()[0],
     )
     p.add_argument("--output", default="out/demo", help="output directory")
-    p.add_argument("--routers", type=int, default=50, help="number of routers")
-    p.add_argument("--duration", default="1 day", help="length of the generated day")
+    p.add_argument("--hours", type=float, default=24.0, help="length of the generated day")
+    p.add_argument("--size", choices=("full", "small"), default="full",
+                   help="small: a 5-hour day with a few thousand rows per table, every kind "
+                        "of case still in it (a quick look; --hours is ignored)")
     p.add_argument("--seed", type=int, default=0, help="dataset seed")
     p.add_argument("--master", default=None, help="Spark master URL (default local[*])")
+    p.add_argument("--stream", action="store_true",
+                   help="read the generated tables as streams (see `windowkit run --stream`)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="allow an output directory that holds files windowkit did not write")
     p.add_argument("--verbose", action="store_true", help="show Spark's log and tracebacks")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Generate router readings, frame them on Spark, write Parquet and a PNG plot."""
-    from windowkit.datasets.routers import router_incidents, router_readings
+    """Generate the day, run the shipped pipeline on it, print what was found and where."""
+    from windowkit.cli.run import run_checked
+    from windowkit.datasets.network_day import SMALL_DAY, network_day, write_network_day
+    from windowkit.datasets.network_day_score import score_network_day
+    from windowkit.pipeline.runner import check_pipeline_inputs
+    from windowkit.pipeline.spec import load_pipeline
 
+    check_output(args.output, args.overwrite)
     progress = Progress()
-    os.makedirs(args.output, exist_ok=True)
-    progress.step(f"generating {args.routers} routers x {args.duration} of 30 s loss_rate "
-                  "reports (2% missing, 1% out of order)")
-    readings = router_readings(n_routers=args.routers, duration=args.duration, seed=args.seed)
-    incidents = router_incidents(n_routers=args.routers, duration=args.duration, seed=args.seed)
-    input_path = os.path.join(args.output, "input", "readings.parquet")
-    os.makedirs(os.path.dirname(input_path), exist_ok=True)
-    readings.astype({"time": "datetime64[us, UTC]"}).to_parquet(input_path, index=False)
-
-    from windowkit.spark import split_rejected, threshold_frames, windowkit_session
-
-    progress.step(f"starting Spark ({args.master or 'local[*]'})")
-    spark = windowkit_session(args.master, app_name="windowkit demo", quiet=not args.verbose)
-    df = spark.read.parquet(input_path)
-    progress.step("framing: loss_rate > 0.3% for at least 3 reports, schedule 30 s, "
-                  "missing reports bridged inside high-loss periods")
-    result = threshold_frames(df, "time", f"loss_rate > {THRESHOLD}", by="router",
-                              min_duration="3 rows", schedule="30 seconds",
-                              missing="satisfying", fragment_every="20 rows").cache()
-    frames, rejected = split_rejected(result)
-    frames_path = os.path.join(args.output, "frames")
-    frames.write.mode("overwrite").parquet(frames_path)
-    rejected.write.mode("overwrite").parquet(os.path.join(args.output, "rejected"))
-    final = frames.filter("status = 'final'").toPandas()
-    for col in ("start", "end", "last"):  # toPandas gives naive times in the session's UTC
-        final[col] = pd.to_datetime(final[col], utc=True)
-    found, total = _incidents_found(final, incidents)
-    progress.step(f"{len(final)} final frames; {found} of the {total} injected high-loss "
-                  "incidents of 3+ reports overlap a frame (the others lost an edge report)")
-    router = final["router"].value_counts().index[0]
-    from windowkit.plots import plot_frames
-
-    png = plot_frames(readings[readings["router"] == router], final[final["router"] == router],
-                      os.path.join(args.output, f"frames_{router}.png"), threshold=THRESHOLD,
-                      title=f"router {router}: loss_rate with its high-loss frames shaded")
-    print(f"input:  {input_path}\nframes: {frames_path} (Parquet)\nplot:   {png}")
+    shape = {**SMALL_DAY, "seed": args.seed} if args.size == "small" else {
+        "hours": args.hours, "seed": args.seed}
+    progress.step(f"generating a {shape['hours']:g}-hour network day (seed {args.seed})")
+    day = network_day(**shape)
+    claim_output(args.output)
+    paths = write_network_day(os.path.join(args.output, "data"), day)
+    rows = {name: len(getattr(day, name)) for name in ("routers", "bgp", "flows", "syscalls")}
+    progress.step("wrote " + ", ".join(f"{n:,} {name}" for name, n in rows.items())
+                  + f" rows under {os.path.dirname(paths['routers'])}")
+    pipeline_file = os.path.join(args.output, PIPELINE)
+    with resources.as_file(resources.files("windowkit.pipelines") / PIPELINE) as shipped:
+        shutil.copyfile(shipped, pipeline_file)
+    pipeline = load_pipeline(pipeline_file)
+    infos = check_pipeline_inputs(pipeline, overwrite=args.overwrite)
+    summary = run_checked(pipeline, infos, args.master, args.stream, args.verbose, progress)
+    for line in score_network_day(pipeline.output, day):
+        print(line)
+    print(f"pipeline: {pipeline_file}  (rerun: windowkit run {pipeline_file})\n"
+          f"results:  {pipeline.output}/<step> ({', '.join(s.name for s in summary.steps)})\n"
+          f"rejected: {summary.rejected_path}")
+    if pipeline.report:
+        print(f"report:   {os.path.join(pipeline.output, pipeline.report)}")
     return 0
-
-
-def _incidents_found(final: pd.DataFrame, incidents: pd.DataFrame) -> tuple[int, int]:
-    long_ones = incidents[incidents["n_reports"] >= 3]
-    merged = long_ones.merge(final[["router", "start", "end"]], on="router",
-                             suffixes=("", "_f"))
-    overlap = (merged["start_f"] < merged["end"]) & (merged["end_f"] > merged["start"])
-    hit = merged[overlap].groupby(["router", "start"]).size()
-    return len(hit), len(long_ones)

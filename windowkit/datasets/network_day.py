@@ -131,6 +131,12 @@ is at most 18 minutes, so it is in every slot; a background source rarely is); w
 20-second windows, shorter than any shell.
 """
 
+SMALL_DAY: dict[str, Any] = {
+    "hours": 5, "routers": 4, "hosts": 2, "flows_per_second": 1.0, "sources": 800,
+    "destinations": 3000, "phone_home": 3, "shells": 2, "decoys": 3,
+    "incident_gap": "40 minutes", "seed": 7}
+"""A small day with every kind of case, a few thousand rows per table (tests, a quick demo)."""
+
 TABLES = ("routers", "bgp", "flows", "syscalls")
 TRUTH = ("incidents", "bgp_bursts", "heavy_destinations", "dos", "phone_home", "shells",
          "decoys")

@@ -80,7 +80,7 @@ class StageProgress:
         return stages
 
     def _watch(self) -> None:
-        shown = 0.0
+        shown = time.perf_counter()  # a short job prints nothing
         last = ""
         while True:
             try:

@@ -214,7 +214,8 @@ class PipelineRun:
         batch_inputs = {role: self._batch_view(name) for role, name in step.inputs.items()}
         return StepRun(name=step.name, function=step.function, params=dict(step.params),
                        inputs=batch_inputs, input_names=dict(step.inputs), result=done,
-                       rejected=rejected, rows_out=rows_out, elapsed_s=elapsed, output=output)
+                       rejected=rejected, rows_out=rows_out, elapsed_s=elapsed, output=output,
+                       inherited=self._inherited(step, function))
 
     def _batch_view(self, name: str):
         """A batch DataFrame of a source or step, for the report."""
@@ -244,15 +245,20 @@ class PipelineRun:
             raise PipelineError(msg) from exc
 
     def _arguments(self, step: Step, function: StepFunction) -> dict[str, Any]:
-        kwargs = dict(step.params)
+        return _spark_values(self.pipeline, step, {**self._inherited(step, function),
+                                                   **step.params})
+
+    def _inherited(self, step: Step, function: StepFunction) -> dict[str, Any]:
+        """The parameters the step leaves out that its input sources give (time, key, ...)."""
+        inherited = {}
         for param, (role, attribute) in function.from_input.items():
-            if param in kwargs or (attribute == "watermark" and not self.stream):
+            if param in step.params or (attribute == "watermark" and not self.stream):
                 continue
             source = self.pipeline.sources.get(step.inputs.get(role, ""))
             value = None if source is None else getattr(source, attribute)
             if value is not None:
-                kwargs[param] = value
-        return _spark_values(self.pipeline, step, kwargs)
+                inherited[param] = value
+        return inherited
 
     def _stream_step(self, step: Step, function: StepFunction, result,
                      micro: MicroBatchProgress) -> dict[str, int]:
