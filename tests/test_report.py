@@ -1,0 +1,269 @@
+"""The run report (issue #18, point 3): every function family's section, from small Spark runs.
+
+Each step of :func:`example_run` runs a windowkit Spark function on a small generated data
+set, its output written and read back as the pipeline runner does. The report's headline
+numbers are checked against numbers this file computes itself from the same DataFrames (in
+pandas, from the definitions: final frames, end - start, detected_at - first_time, the last
+N items...), its rejected counts against the rows the functions set aside, and every image
+is decoded as a PNG.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import subprocess
+import sys
+from html.parser import HTMLParser
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from windowkit.report import RunSummary, StepRun, write_report
+from windowkit.report.example import MARKUP, WITH_FIGURE, example_run
+
+pytestmark = pytest.mark.spark
+
+
+
+# ----------------------------------------------------------------------------- reading the page
+class Page(HTMLParser):
+    """Per step (``data-step``): headlines, rejected counts, images, caption, note, error."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.steps: dict[str, dict] = {}
+        self.images: list[dict] = []
+        self.current: dict | None = None
+        self.capture: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "section" and "data-step" in a:
+            self.current = {"function": a["data-function"], "headlines": {}, "rejected": {},
+                            "images": [], "caption": "", "note": "", "error": ""}
+            self.steps[a["data-step"]] = self.current
+        elif tag == "tr" and "data-name" in a and self.current is not None:
+            self.current["headlines"][a["data-name"]] = a["data-value"]
+        elif tag == "tr" and "data-reason" in a and self.current is not None:
+            self.current["rejected"][a["data-reason"]] = int(a["data-count"])
+        elif tag == "img":
+            self.images.append(a)
+            if self.current is not None:
+                self.current["images"].append(a)
+        elif tag == "figcaption":
+            self.capture = "caption"
+        elif tag == "p" and a.get("class") in ("note", "error") and self.current is not None:
+            self.capture = a["class"]
+
+    def handle_endtag(self, tag):
+        if tag == "section":
+            self.current = None
+        if tag in ("figcaption", "p"):
+            self.capture = None
+
+    def handle_data(self, data):
+        if self.capture and self.current is not None:
+            self.current[self.capture] += data
+
+
+@pytest.fixture(scope="module")
+def report(spark, tmp_path_factory):
+    summary = example_run(spark)
+    # tests/test_report_browser.py opens this page when it exists (else it writes its own)
+    path = write_report(summary, str(tmp_path_factory.getbasetemp() / "example-report.html"))
+    with open(path, encoding="utf-8") as handle:
+        html = handle.read()
+    page = Page()
+    page.feed(html)
+    return summary, path, html, page
+
+
+def _step(summary: RunSummary, name: str) -> StepRun:
+    return next(s for s in summary.steps if s.name == name)
+
+
+def _value(page: Page, step: str, name: str) -> float:
+    return float(page.steps[step]["headlines"][name])
+
+
+def _micros(values: pd.Series) -> np.ndarray:
+    if pd.api.types.is_integer_dtype(values):
+        return values.to_numpy(dtype="int64")
+    return pd.to_datetime(values).astype("datetime64[us]").astype("int64").to_numpy()
+
+
+# ----------------------------------------------------------------------------- tests
+def test_every_step_has_its_section_and_rows_out(report):
+    summary, path, html, page = report
+    assert path.endswith("example-report.html")
+    assert list(page.steps) == [s.name for s in summary.steps]
+    for step in summary.steps:
+        seen = page.steps[step.name]
+        assert seen["function"] == step.function
+        assert int(seen["headlines"]["rows_out"]) == step.rows_out == step.result.count()
+    for source in summary.sources:
+        assert f'data-source="{source.name}"' in html
+    assert "elapsed" in html and "12.5 s" in html
+
+
+def test_sections_build_without_error_but_a_broken_result_is_reported(report):
+    summary, _, _, page = report
+    broken = {"broken"}
+    for name, seen in page.steps.items():
+        assert bool(seen["error"]) == (name in broken), (name, seen["error"])
+    # the broken step (a result without widen_detect's columns) says so and keeps its counts
+    assert "could not be built" in page.steps["broken"]["error"]
+    assert page.steps["broken"]["headlines"] == {"rows_out": "2"}
+
+
+def test_rejected_counts_per_step_with_zero_shown(report):
+    summary, _, html, page = report
+    for step in summary.steps:
+        shown = page.steps[step.name]["rejected"]
+        assert shown["malformed"] == step.rejected.get("malformed", 0)
+        assert shown["late"] == step.rejected.get("late", 0)
+        assert shown == {"malformed": 0, "late": 0, **step.rejected}
+    # the two rows without a time were set aside by both frames steps on the routers
+    assert page.steps[f"loss {MARKUP}"]["rejected"]["malformed"] == 2
+    assert page.steps["drift"]["rejected"]["malformed"] == 2
+    assert html.count(f"<code>{summary.rejected_path}</code>") == len(summary.steps) + 1
+
+
+def test_every_image_is_a_decodable_png_with_alt_and_caption(report):
+    from PIL import Image
+
+    summary, _, _, page = report
+    with_figure = [s for s in summary.steps if s.function in WITH_FIGURE and s.rows_out
+                   and s.name != "broken"]
+    assert len(page.images) == len(with_figure) == 9
+    for img in page.images:
+        assert img["src"].startswith("data:image/png;base64,")
+        data = base64.b64decode(img["src"].split(",", 1)[1], validate=True)
+        with Image.open(io.BytesIO(data)) as image:
+            assert image.format == "PNG"
+            image.load()  # decodes every pixel
+            assert image.size[0] > 300 and image.size[1] > 100
+        assert len(img["alt"]) > 20
+    for seen in page.steps.values():
+        assert (len(seen["images"]) == 1) == bool(seen["caption"].strip())
+
+
+def test_markup_in_params_and_names_is_escaped(report):
+    _, _, html, page = report
+    assert MARKUP not in html
+    assert "<b>" not in html
+    assert "&lt;b&gt;x&lt;/b&gt; &amp;" in html
+    assert f"loss {MARKUP}" in page.steps  # the parser unescapes it back
+
+
+def test_frames_headlines(report):
+    summary, _, _, page = report
+    for name, unit in ((f"loss {MARKUP}", None), ("drift", "s")):
+        frames = _step(summary, name).result.toPandas()
+        final = frames[frames["status"] == "final"]
+        key = "router"
+        per = {"s": 1_000_000}.get(unit, 1)
+        length = (_micros(final["end"]) - _micros(final["start"])) * per
+        assert len(final) > 0
+        assert _value(page, name, "frames") == len(final)
+        assert _value(page, name, "keys") == final[key].nunique()
+        assert _value(page, name, "total") == length.sum()
+        assert abs(_value(page, name, "median") - np.median(length)) <= 1
+        assert _value(page, name, "longest") == length.max()
+        assert len(page.steps[name]["images"]) == 1
+
+
+def test_empty_result_gets_a_note_and_zeros(report):
+    _, _, _, page = report
+    seen = page.steps["no frames"]
+    assert seen["images"] == [] and "no rows" in seen["note"]
+    assert seen["headlines"]["frames"] == "0" and seen["headlines"]["rows_out"] == "0"
+    assert seen["headlines"]["longest"] == ""
+
+
+def test_unknown_functions_get_rows_out_only(report):
+    _, _, _, page = report
+    for name in ("mystery", "heavy sources"):
+        seen = page.steps[name]
+        assert list(seen["headlines"]) == ["rows_out"]
+        assert seen["images"] == [] and "no figure" in seen["note"]
+
+
+def test_fill_headlines(report):
+    summary, _, _, page = report
+    step = _step(summary, "loss with bgp")
+    rows = step.result.toPandas()
+    frames = step.inputs["input"].toPandas()
+    final = frames[frames["status"] == "final"]
+    filled = rows[["router", "frame_id"]].drop_duplicates()
+    assert len(rows) > 0
+    assert _value(page, step.name, "frames") == len(final)
+    assert _value(page, step.name, "rows_attached") == len(rows)
+    assert _value(page, step.name, "frames_filled") == len(filled)
+    assert _value(page, step.name, "frames_empty") == len(final) - len(filled)
+
+
+def test_multi_granular_and_recurring_headlines(report):
+    summary, _, _, page = report
+    reports = _step(summary, "traffic").result.toPandas()
+    assert _value(page, "traffic", "levels") == 2 == reports["level"].nunique()
+    assert _value(page, "traffic", "reports") == len(reports)
+    assert _value(page, "traffic", "keys") == reports["source"].nunique()
+    found = _step(summary, "recurring protocols").result.toPandas()
+    assert len(found) > 0
+    assert _value(page, "recurring protocols", "reports") == len(found)
+    assert _value(page, "recurring protocols", "keys") == found["source"].nunique()
+    assert _value(page, "recurring protocols", "items") == found["item"].nunique()
+
+
+def test_count_min_headlines_against_the_last_window(report):
+    from windowkit.spark import estimate_frequency, merge_count_min
+
+    summary, _, _, page = report
+    step = _step(summary, "busy sources")
+    flows = step.inputs["input"].toPandas()
+    last = flows[flows["seq"] > flows["seq"].max() - step.params["window"]]  # the last N items
+    truth = last.groupby("source").size()
+    merged = merge_count_min(step.result)
+    items = step.inputs["input"].select("source").distinct()
+    est = estimate_frequency(merged, items, "source").toPandas().set_index("source")["estimate"]
+    over = est - truth.reindex(est.index, fill_value=0)
+    assert (over >= 0).all()  # Perfect never underestimates
+    assert _value(page, step.name, "items") == len(truth)
+    assert _value(page, step.name, "max_overestimate") == over.max()
+    assert _value(page, step.name, "window_count") == merged.first()["window_count"]
+    # phi comes from the heavy_hitters step reading these snapshots
+    hitters = _step(summary, "heavy sources").result.count()
+    assert hitters > 0 and _value(page, step.name, "heavy_hitters") == hitters
+    assert "φ = 0.04" in page.steps[step.name]["caption"]
+
+
+def test_persistent_headlines(report):
+    summary, _, _, page = report
+    for name in ("persistent sources", "persistent sources, exact"):
+        rows = _step(summary, name).result.toPandas()
+        assert len(rows) > 0
+        assert _value(page, name, "items") == rows["source"].nunique()
+        assert _value(page, name, "windows") == rows["window_end_slot"].nunique()
+        assert _value(page, name, "reports") == len(rows)
+
+
+def test_widening_headlines(report):
+    summary, _, _, page = report
+    found = _step(summary, "remote shells").result.toPandas()
+    delay = _micros(found["detected_at"]) - _micros(found["first_time"])
+    assert len(found) >= 4  # the four injected shells
+    assert _value(page, "remote shells", "detections") == len(found)
+    assert _value(page, "remote shells", "keys") == found["key"].nunique()
+    assert abs(_value(page, "remote shells", "median_delay") - np.median(delay)) <= 1
+    assert _value(page, "remote shells", "max_delay") == delay.max()
+
+
+def test_import_is_cheap():
+    code = ("import sys, windowkit.report; "
+            "print([m for m in ('pyspark', 'matplotlib', 'jinja2') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
