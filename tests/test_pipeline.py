@@ -265,3 +265,18 @@ def test_batch_progress_shows_the_running_stages_tasks_done_over_total():
     shown = [line.split("] ", 1)[1] for line in lines]
     assert shown[:4] == [f"step frames: stage 7: tasks {i}/4" for i in range(1, 5)]
     assert all("waiting" not in line for line in shown)
+
+
+def test_the_readmes_pipeline_example_is_a_valid_pipeline_file(tmp_path):
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
+    example = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+    pipeline = load_pipeline(_write(tmp_path, example, "routers.toml"))
+    assert [s.name for s in pipeline.steps] == ["loss_frames", "around"]
+    assert pipeline.sinks["frames_csv"].format == "csv"
+    mistake = example.replace("min_duration =", "min_duraton =")
+    with pytest.raises(PipelineError) as caught:
+        load_pipeline(_write(tmp_path, mistake, "routers.toml"))
+    shown = readme.split("windowkit: error: ", 1)[1].split("...", 1)[0]
+    assert str(caught.value).startswith(str(tmp_path / shown.split(":")[0]))
+    assert shown.split(": ", 1)[1] in str(caught.value)
+    assert f"routers.toml:{_line_of(mistake, 'min_duraton')}:" in shown

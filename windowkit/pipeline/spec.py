@@ -296,11 +296,12 @@ def _check_names(pipeline: Pipeline, document: _Document) -> None:
 def _steps(pipeline: Pipeline, tables: dict[str, dict[str, Any]]) -> tuple[Step, ...]:
     steps: list[Step] = []
     for name, table in tables.items():
-        steps.append(_step(pipeline, name, table, [s.name for s in steps]))
+        steps.append(_step(pipeline, name, table, [s.name for s in steps], list(tables)))
     return tuple(steps)
 
 
-def _step(pipeline: Pipeline, name: str, table: dict[str, Any], earlier: list[str]) -> Step:
+def _step(pipeline: Pipeline, name: str, table: dict[str, Any], earlier: list[str],
+          every_step: list[str]) -> Step:
     where = pipeline.where("steps", name)
     if not isinstance(table, dict):
         msg = f"{where}: [steps.{name}] must be a table of the step's function and parameters"
@@ -317,7 +318,7 @@ def _step(pipeline: Pipeline, name: str, table: dict[str, Any], earlier: list[st
     function = FUNCTIONS[function_name]
     inputs = {}
     for role in function.role_keys:
-        inputs[role] = _input(pipeline, name, role, table.get(role), earlier)
+        inputs[role] = _input(pipeline, name, role, table.get(role), earlier, every_step)
     params = {k: v for k, v in table.items() if k not in (*STEP_KEYS, *function.role_keys)}
     given = dict(params)
     for param, (role, attribute) in function.from_input.items():
@@ -331,7 +332,8 @@ def _step(pipeline: Pipeline, name: str, table: dict[str, Any], earlier: list[st
                 description=str(table.get("description", "")))
 
 
-def _input(pipeline: Pipeline, step: str, role: str, value: Any, earlier: list[str]) -> str:
+def _input(pipeline: Pipeline, step: str, role: str, value: Any, earlier: list[str],
+           every_step: list[str]) -> str:
     where = pipeline.where("steps", step, role)
     known = [*pipeline.sources, *earlier]
     if value is None:
@@ -339,8 +341,8 @@ def _input(pipeline: Pipeline, step: str, role: str, value: Any, earlier: list[s
                f"earlier step it reads; accepted: {', '.join(known)}")
         raise PipelineError(msg)
     if value not in known:
-        later = " (a later step: steps run in the order of the file)" if isinstance(
-            value, str) and value not in pipeline.sources else ""
+        later = (" (a later step: steps run in the order of the file)"
+                 if value in every_step else "")
         msg = (f"{where}: `{role}` names {value!r}, which is neither a source nor an earlier "
                f"step{later}{_close(str(value), known)}; accepted: {', '.join(known)}")
         raise PipelineError(msg)
