@@ -144,12 +144,16 @@ class PipelineRun:
         self.spark = spark
         self.pipeline = pipeline
         self.infos = infos
-        self.stream = stream
         self.progress = progress or Progress()
         self.frames: dict[str, Any] = {}
+        #: Source or step name -> whether it is a stream: a source's own `stream`, else the
+        #: run's; a step streams when one of its inputs does (unless it needs a batch).
+        self.streams = {name: stream if source.stream is None else source.stream
+                        for name, source in pipeline.sources.items()}
         self.summary = RunSummary(
             title=pipeline.name, pipeline_path=pipeline.path,
-            master=spark.sparkContext.master, mode="stream" if stream else "batch",
+            master=spark.sparkContext.master,
+            mode="stream" if any(self.streams.values()) else "batch",
             rejected_path=os.path.join(pipeline.output, REJECTED_DIR))
 
     def run(self) -> RunSummary:
@@ -158,7 +162,8 @@ class PipelineRun:
         claim_output(self.pipeline.output)
         for name, source in self.pipeline.sources.items():
             self.frames[name] = self._read_source(name, source)
-        micro = MicroBatchProgress(self.spark, self.progress) if self.stream else None
+        micro = (MicroBatchProgress(self.spark, self.progress)
+                 if any(self.streams.values()) else None)
         try:
             for step in self.pipeline.steps:
                 self.summary.steps.append(self._run_step(step, micro))
@@ -173,9 +178,9 @@ class PipelineRun:
     # -- sources
     def _read_source(self, name: str, source: SourceSection):
         info = self.infos[name]
-        df = read_source(self.spark, source, info, self.stream)
+        df = read_source(self.spark, source, info, self.streams[name])
         rows = None
-        if not self.stream:
+        if not self.streams[name]:
             with StageProgress(self.spark, self.progress, f"reading {name}"):
                 rows = df.count()
             self.progress.step(f"source {name}: {rows:,} rows ({info.format}, {source.path})")
@@ -189,11 +194,12 @@ class PipelineRun:
         started = time.perf_counter()
         self.progress.step(f"step {step.name}: {step.function}("
                            f"{', '.join(f'{r}={n}' for r, n in step.inputs.items())})")
-        streaming = self.stream and not function.batch_only
-        inputs = {role: self.frames[name] if streaming or not self.stream
-                  else self._batch_view(name)
+        streaming = not function.batch_only and any(
+            self.streams[name] for name in step.inputs.values())
+        self.streams[step.name] = streaming
+        inputs = {role: self.frames[name] if streaming else self._batch_view(name)
                   for role, name in step.inputs.items()}
-        result = self._call(step, function, inputs)
+        result = self._call(step, function, inputs, streaming)
         output = os.path.join(self.pipeline.output, step.name)
         rejected_at = os.path.join(self.pipeline.output, REJECTED_DIR, f"step={step.name}")
         if streaming:
@@ -202,7 +208,7 @@ class PipelineRun:
             with StageProgress(self.spark, self.progress, f"step {step.name}"):
                 counts = _write_batch(result, function, output, rejected_at)
         done = self._batch_view(step.name)
-        self.frames[step.name] = done if not self.stream else self.spark.readStream.schema(
+        self.frames[step.name] = done if not streaming else self.spark.readStream.schema(
             done.schema).option("recursiveFileLookup", "true").parquet(output)
         rejected = {r: counts.get(r, 0) for r in REJECTION_REASONS}
         rows_out = sum(n for r, n in counts.items() if r not in REJECTION_REASONS)
@@ -215,18 +221,22 @@ class PipelineRun:
         return StepRun(name=step.name, function=step.function, params=dict(step.params),
                        inputs=batch_inputs, input_names=dict(step.inputs), result=done,
                        rejected=rejected, rows_out=rows_out, elapsed_s=elapsed, output=output,
-                       inherited=self._inherited(step, function))
+                       inherited=self._inherited(step, function, streaming))
 
     def _batch_view(self, name: str):
-        """A batch DataFrame of a source or step, for the report."""
+        """A batch DataFrame of a source or step (what a stream wrote, for a streamed step)."""
         if name in self.pipeline.sources:
+            if not self.streams[name]:
+                return self.frames[name]
             source = self.pipeline.sources[name]
             return read_source(self.spark, source, self.infos[name], stream=False)
         found = self.spark.read.parquet(os.path.join(self.pipeline.output, name))
-        return found.drop("batch") if "batch" in found.columns and self.stream else found
+        return found.drop("batch") if self.streams[name] else found
 
-    def _call(self, step: Step, function: StepFunction, inputs: dict[str, Any]):
-        kwargs = self._arguments(step, function)
+    def _call(self, step: Step, function: StepFunction, inputs: dict[str, Any],
+              streaming: bool):
+        kwargs = _spark_values(self.pipeline, step, {
+            **self._inherited(step, function, streaming), **step.params})
         frames = {param: inputs[key] for param, key in function.roles}
         if "input" in step.inputs and step.inputs["input"] in self.pipeline.sources:
             from windowkit.cli.common import check_expression
@@ -244,15 +254,12 @@ class PipelineRun:
             msg = f"{self.pipeline.where('steps', step.name)}: step {step.name!r}: {exc}"
             raise PipelineError(msg) from exc
 
-    def _arguments(self, step: Step, function: StepFunction) -> dict[str, Any]:
-        return _spark_values(self.pipeline, step, {**self._inherited(step, function),
-                                                   **step.params})
-
-    def _inherited(self, step: Step, function: StepFunction) -> dict[str, Any]:
-        """The parameters the step leaves out that its input sources give (time, key, ...)."""
+    def _inherited(self, step: Step, function: StepFunction, streaming: bool) -> dict[str, Any]:
+        """The parameters the step leaves out that its input sources give (time, key, ...;
+        the watermark delay as ``late`` only on a stream)."""
         inherited = {}
         for param, (role, attribute) in function.from_input.items():
-            if param in step.params or (attribute == "watermark" and not self.stream):
+            if param in step.params or (attribute == "watermark" and not streaming):
                 continue
             source = self.pipeline.sources.get(step.inputs.get(role, ""))
             value = None if source is None else getattr(source, attribute)
@@ -289,9 +296,7 @@ class PipelineRun:
 
     # -- sinks
     def _write_sink(self, name: str, sink) -> None:
-        rows = self.spark.read.parquet(os.path.join(self.pipeline.output, sink.step))
-        if self.stream:
-            rows = rows.drop("batch")
+        rows = self._batch_view(sink.step)
         if sink.format == "console":
             self.progress.step(f"sink {name}: the first {sink.rows} rows of {sink.step}")
             rows.show(sink.rows, truncate=False)

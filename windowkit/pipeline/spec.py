@@ -66,7 +66,11 @@ class PipelineSection(_Strict):
 
 
 class SourceSection(_Strict):
-    """``[sources.NAME]``: one input, read as a batch or (``--stream``) as a stream."""
+    """``[sources.NAME]``: one input, read as a batch or (``--stream``) as a stream.
+
+    ``stream = false`` makes it a stored table, read as a batch even in a streaming run (the
+    filler of ``fill_frames``, say); ``stream = true`` makes it a stream in every run.
+    """
 
     path: str
     format: Literal["csv", "json", "parquet", "kafka"] | None = None
@@ -74,6 +78,7 @@ class SourceSection(_Strict):
     time_unit: Literal["s", "ms", "us", "ns"] | None = None
     key: str | None = None
     schema_: str | None = Field(default=None, alias="schema")
+    stream: bool | None = None
     watermark: str = "1 minute"
     max_files_per_trigger: int = Field(default=1, ge=1)
     options: dict[str, str | int | float | bool] = Field(default_factory=dict)
