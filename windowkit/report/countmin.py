@@ -22,7 +22,6 @@ from pyspark.sql import functions as F
 
 from windowkit.core.durations import to_micros
 from windowkit.report import section as sec
-from windowkit.report.collect import is_empty
 from windowkit.report.figures import BLUE, ORANGE, empty_note, subplots, to_png
 from windowkit.report.model import StepRun
 
@@ -33,6 +32,10 @@ TOP = 20
 
 def count_min_section(step: StepRun, phi: float | None = None) -> sec.Section:
     """Headline numbers and the figure of a ``windowed_count_min`` step.
+
+    Heavy hitters are the items whose estimate in the coordinator's latest view reaches
+    ``phi`` times its window count ``W`` (and is positive): what
+    ``heavy_hitters(..., latest=True)`` reports, from the estimates computed here anyway.
 
     Examples
     --------
@@ -46,7 +49,7 @@ def count_min_section(step: StepRun, phi: float | None = None) -> sec.Section:
     >>> {h.name: h.value for h in out.headlines}["heavy_hitters"], out.figure.png[:4]
     (1, b'\\x89PNG')
     """
-    from windowkit.spark import estimate_frequency, heavy_hitters, merge_count_min
+    from windowkit.spark import estimate_frequency, merge_count_min
 
     args = step.arguments
     df, result, item = step.inputs.get("input"), step.result, args.get("item")
@@ -54,26 +57,28 @@ def count_min_section(step: StepRun, phi: float | None = None) -> sec.Section:
     if df is None or not isinstance(item, str):
         return sec.Section(error="the step has no `input` or no `item` column name")
     truth = last_window_counts(df, args)
-    if is_empty(result):
+    merged = None if result is None else merge_count_min(result).first()
+    if merged is None:
         return sec.Section(_headlines(None, truth.count(), None, phi, None),
                            note="no rows: no sketch snapshot")
-    merged = merge_count_min(result).select("window_count", "sketch").cache()
-    window_count = merged.first()["window_count"]
+    window_count, threshold = merged["window_count"], phi * merged["window_count"]
     candidates = df.select(item).filter(F.col(item).isNotNull()).distinct()
-    estimated = estimate_frequency(merged, candidates, item).join(truth, item, "left").fillna(
-        0, subset=["true_count"])
+    # the pandas UDF runs once; the numbers and the figure read its rows
+    estimated = (estimate_frequency(bytes(merged["sketch"]), candidates, item)
+                 .join(truth, item, "left").fillna(0, subset=["true_count"])
+                 .withColumn("wk_hit", (F.col("estimate") >= F.lit(threshold))
+                             & (F.col("estimate") > 0))
+                 .localCheckpoint())
     stats = estimated.agg(F.max(F.col("estimate") - F.col("true_count")).alias("over"),
-                          F.count(F.when(F.col("true_count") > 0, True)).alias("items")).first()
-    hitters = heavy_hitters(result, candidates, phi, item, latest=True).select(item)
-    n_hitters = hitters.count()
-    headlines = _headlines(window_count, stats["items"], n_hitters, phi, stats["over"])
-    top = estimated.orderBy(F.col("true_count").desc(), F.col("estimate").desc()).limit(TOP)
-    shown = (top.unionByName(estimated.join(hitters, item, "left_semi")
-                             .orderBy(F.col("estimate").desc()).limit(TOP))
-             .distinct().toPandas())
+                          F.count(F.when(F.col("true_count") > 0, True)).alias("items"),
+                          F.count(F.when(F.col("wk_hit"), True)).alias("hitters")).first()
+    headlines = _headlines(window_count, stats["items"], stats["hitters"], phi, stats["over"])
+    order = [F.col("true_count").desc(), F.col("estimate").desc()]
+    top = estimated.orderBy(*order).limit(TOP).unionByName(
+        estimated.filter("wk_hit").orderBy(F.col("estimate").desc()).limit(TOP))
+    shown = top.distinct().toPandas()
     shown = shown.sort_values(["true_count", "estimate"], ascending=False).head(TOP)
-    png = plot_counts(shown, item, phi * window_count if window_count else None)
-    merged.unpersist()
+    png = plot_counts(shown, item, threshold if window_count else None)
     return sec.Section(headlines, sec.Figure(
         png, alt=f"Bar chart of the {len(shown)} most frequent items' true and estimated "
                  "counts in the last window",

@@ -48,7 +48,10 @@ def fill_section(step: StepRun) -> sec.Section:
     frames, data = step.inputs.get("input"), step.inputs.get("data")
     if frames is None or data is None:
         return sec.Section(error="the step has no `input` frames or no `data` rows")
-    per_frame = frame_counts(frames, data, step.arguments)
+    args = step.arguments
+    kept = [c for c in (args.get("by"), "start", "end", "last", _ROWS) if c]
+    # the join runs once; the headlines and the figure read its few rows per frame
+    per_frame = frame_counts(frames, data, args).select(*kept).localCheckpoint()
     stats = per_frame.agg(
         F.count(F.lit(1)).alias("frames"),
         F.count(F.when(F.col(_ROWS) > 0, True)).alias("filled"),
@@ -60,9 +63,9 @@ def fill_section(step: StepRun) -> sec.Section:
         sec.count("rows_attached", "rows attached", stats["attached"]),
         sec.count("frames_empty", "frames with no rows", stats["empty"]),
     ]
-    if is_empty(step.result) or not stats["frames"]:
+    if not stats["attached"] and is_empty(step.result):
         return sec.Section(headlines, note="no rows: no frame was filled")
-    figure = _figure(step, frames, data, per_frame)
+    figure = _figure(step, data, per_frame)
     return sec.Section(headlines, figure)
 
 
@@ -115,12 +118,11 @@ def plot_fill(frames: pd.DataFrame, rows: pd.DataFrame, attached: pd.DataFrame,
     ax.set_ylim(0, 1)
     ax.set_yticks([0.3, 0.65], ["filler rows", "attached"])
     ax.set_title(title)
-    ax.legend(loc="upper right", fontsize=8)
+    ax.legend(loc="lower right", fontsize=7, ncol=2)  # below the ticks, clear of the counts
     return to_png(fig)
 
 
-def _figure(step: StepRun, frames: DataFrame, data: DataFrame, per_frame: DataFrame
-            ) -> sec.Figure:
+def _figure(step: StepRun, data: DataFrame, per_frame: DataFrame) -> sec.Figure:
     params = step.arguments
     by, unit, time = params.get("by"), params.get("time_unit"), params["time"]
     busiest = None
@@ -136,24 +138,17 @@ def _figure(step: StepRun, frames: DataFrame, data: DataFrame, per_frame: DataFr
                      + 1)
     shown = (per_frame.select(start.alias("start"), end.alias("end"), F.col(_ROWS).alias("rows"))
              .orderBy("start").limit(MAX_FRAMES).toPandas())
-    lo, hi = int(shown["start"].min()) - before, int(shown["end"].max()) + after
+    lo = shown["start"].to_numpy(dtype="int64") - before
+    hi = shown["end"].to_numpy(dtype="int64") + after
     t = time_micros(data, time, unit)
-    nearby = data.filter((t >= F.lit(lo)) & (t < F.lit(hi)))
-    rows = series(nearby, time_micros(nearby, time, unit), F.lit(1.0))
-    shifted = data.sparkSession.createDataFrame(
-        [(int(a) - before, int(b) + after) for a, b in zip(shown["start"], shown["end"],
-                                                            strict=True)], "lo long, hi long")
-    times = nearby.select(t.alias("t"))
-    taken = times.join(F.broadcast(shifted), (times["t"] >= shifted["lo"])
-                       & (times["t"] < shifted["hi"]), "left_semi")
-    attached = series(taken, F.col("t"), F.lit(1.0))
+    nearby = data.filter((t >= F.lit(int(lo.min()))) & (t < F.lit(int(hi.max()))))
+    times = series(nearby, time_micros(nearby, time, unit), F.lit(1.0))["t"].to_numpy()
     table = pd.DataFrame({
         "start": as_datetime(shown["start"]), "end": as_datetime(shown["end"]),
-        "lo": as_datetime(shown["start"] - before), "hi": as_datetime(shown["end"] + after),
-        "rows": shown["rows"].astype("int64")})
+        "lo": as_datetime(lo), "hi": as_datetime(hi), "rows": shown["rows"].astype("int64")})
     name = f"{by} = {busiest}" if by else "all keys"
-    png = plot_fill(table, pd.DataFrame({"time": as_datetime(rows["t"])}),
-                    pd.DataFrame({"time": as_datetime(attached["t"])}),
+    png = plot_fill(table, pd.DataFrame({"time": as_datetime(times)}),
+                    pd.DataFrame({"time": as_datetime(times[_inside(times, lo, hi)])}),
                     f"{name}: {len(table)} frames, {int(table['rows'].sum()):,} rows attached")
     return sec.Figure(
         png,
@@ -162,6 +157,14 @@ def _figure(step: StepRun, frames: DataFrame, data: DataFrame, per_frame: DataFr
         caption=f"The frames of {name} (the key with the most rows attached), each labelled "
                 "with its rows; ticks: the filler rows, orange where a frame took them",
     )
+
+
+def _inside(times: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Whether each time lies in some interval ``[lo, hi)`` (intervals may overlap)."""
+    order = np.argsort(lo, kind="stable")
+    lo, reach = lo[order], np.maximum.accumulate(hi[order])
+    last = np.searchsorted(lo, times, side="right") - 1  # the last interval starting before
+    return (last >= 0) & (times < reach[np.maximum(last, 0)])
 
 
 def _shift(params: dict[str, Any], name: str) -> int:

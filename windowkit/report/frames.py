@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from windowkit.report import section as sec
-from windowkit.report.collect import is_empty, series, time_micros, top_key
+from windowkit.report.collect import series, time_micros, top_key
 from windowkit.report.figures import as_datetime, png_of
 from windowkit.report.model import StepRun
 
@@ -50,11 +50,12 @@ def frames_section(step: StepRun) -> sec.Section:
     key = params.get("by") or "key"
     unit = params.get("time_unit")
     result = step.result
-    if is_empty(result):
-        return sec.Section(frame_headlines(None, key, unit), note="no rows: no frame found")
-    headlines = frame_headlines(result, key, unit)
+    stats = frame_stats(result, key, unit)
+    headlines = frame_headlines(stats)
+    if not stats["rows"]:
+        return sec.Section(headlines, note="no rows: no frame found")
     final = result.filter(F.col("status") == "final")
-    shown = final if headlines[0].value else result
+    shown = final if stats["n"] else result
     busiest = top_key(shown, key)
     frames = _key_frames(shown, key, busiest, unit)
     readings, label, threshold = _readings(step, key, busiest)
@@ -71,30 +72,45 @@ def frames_section(step: StepRun) -> sec.Section:
     return sec.Section(headlines, figure)
 
 
-def frame_headlines(result: DataFrame | None, key: str, time_unit: str | None = None
-                    ) -> list[sec.Headline]:
-    """Final frames, keys with frames, total, median and longest frame duration (``end -
-    start``), computed in one Spark aggregation.
+def frame_stats(result: DataFrame | None, key: str, time_unit: str | None = None
+                ) -> dict[str, Any]:
+    """Rows, final frames (``n``), keys with final frames, total, median and longest final
+    frame duration (``end - start``, µs), in one Spark aggregation.
 
     Examples
     --------
     >>> import datetime as dt
     >>> t = dt.datetime(2024, 1, 1)
     >>> df = spark.createDataFrame(
-    ...     [("a", t, t + dt.timedelta(seconds=s), "final") for s in (10, 30)],
+    ...     [("a", t, t + dt.timedelta(seconds=s), st) for s, st in
+    ...      [(10, "final"), (30, "final"), (50, "partial")]],
     ...     "k string, start timestamp, end timestamp, status string")
-    >>> [(h.name, h.text) for h in frame_headlines(df, "k")]  # doctest: +NORMALIZE_WHITESPACE
-    [('frames', '2'), ('keys', '1'), ('total', '40 s'), ('median', '20 s'),
-     ('longest', '30 s')]
+    >>> frame_stats(df, "k")  # doctest: +NORMALIZE_WHITESPACE
+    {'rows': 3, 'n': 2, 'keys': 1, 'total': 40000000, 'median': 20000000.0,
+     'longest': 30000000}
     """
-    stats: dict[str, Any] = {"n": 0, "keys": 0, "total": None, "median": None, "longest": None}
-    if result is not None:
-        final = result.filter(F.col("status") == "final")
-        length = time_micros(final, "end", time_unit) - time_micros(final, "start", time_unit)
-        stats = final.select(F.col(key).alias("wk_key"), length.alias("wk_len")).agg(
-            F.count(F.lit(1)).alias("n"), F.count_distinct("wk_key").alias("keys"),
-            F.sum("wk_len").alias("total"), F.median("wk_len").alias("median"),
-            F.max("wk_len").alias("longest")).first().asDict()
+    if result is None:
+        return {"rows": 0, "n": 0, "keys": 0, "total": None, "median": None, "longest": None}
+    final = F.col("status") == "final"
+    length = time_micros(result, "end", time_unit) - time_micros(result, "start", time_unit)
+    rows = result.select(F.col(key).alias("wk_key"), F.when(final, length).alias("wk_len"),
+                         final.alias("wk_final"))
+    return rows.agg(
+        F.count(F.lit(1)).alias("rows"), F.count(F.when(F.col("wk_final"), True)).alias("n"),
+        F.count_distinct(F.when(F.col("wk_final"), F.col("wk_key"))).alias("keys"),
+        F.sum("wk_len").alias("total"), F.median("wk_len").alias("median"),
+        F.max("wk_len").alias("longest")).first().asDict()
+
+
+def frame_headlines(stats: dict[str, Any]) -> list[sec.Headline]:
+    """The headline numbers of :func:`frame_stats`.
+
+    Examples
+    --------
+    >>> stats = {"n": 2, "keys": 1, "total": 40e6, "median": 20e6, "longest": 30e6}
+    >>> [h.text for h in frame_headlines(stats)]
+    ['2', '1', '40 s', '20 s', '30 s']
+    """
     return [
         sec.count("frames", "frames (final)", stats["n"]),
         sec.count("keys", "keys with frames", stats["keys"]),

@@ -12,7 +12,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from windowkit.report import section as sec
-from windowkit.report.collect import is_empty, series, time_micros, top_key
+from windowkit.report.collect import series, time_micros, top_key
 from windowkit.report.figures import as_datetime, empty_note, subplots, to_png
 from windowkit.report.format import format_duration
 from windowkit.report.model import StepRun
@@ -41,7 +41,7 @@ def multi_granular_section(step: StepRun) -> sec.Section:
     key = step.arguments.get("by") or "key"
     result = step.result
     headlines = level_headlines(result, key)
-    if is_empty(result):
+    if not headlines[1].value:
         return sec.Section(headlines, note="no rows: no report")
     measure = next((c for c in PREFERRED if c in result.columns),
                    next((c for c in result.columns if c.startswith("distinct")), None))
@@ -79,10 +79,8 @@ def recurring_items_section(step: StepRun) -> sec.Section:
     """
     key = step.arguments.get("by") or "key"
     result = step.result
-    headlines = level_headlines(result, key)
-    items = 0 if is_empty(result) else result.select("item").distinct().count()
-    headlines.append(sec.count("items", "distinct recurring items", items))
-    if is_empty(result):
+    headlines = level_headlines(result, key, items="item")
+    if not headlines[1].value:
         return sec.Section(headlines, note="no rows: no item recurred")
     per_report = result.groupBy("level", "range", "slide", "window_end").agg(
         F.count(F.lit(1)).alias("wk_items"))
@@ -93,8 +91,10 @@ def recurring_items_section(step: StepRun) -> sec.Section:
         caption="How many (key, item) pairs recur at each report of each level"))
 
 
-def level_headlines(result: DataFrame | None, key: str) -> list[sec.Headline]:
-    """Levels, reports and keys of a multi-granular result (one Spark aggregation).
+def level_headlines(result: DataFrame | None, key: str, items: str | None = None
+                    ) -> list[sec.Headline]:
+    """Levels, reports and keys of a multi-granular result, and distinct ``items`` if named
+    (one Spark aggregation).
 
     Examples
     --------
@@ -102,14 +102,18 @@ def level_headlines(result: DataFrame | None, key: str) -> list[sec.Headline]:
     >>> [(h.name, h.value) for h in level_headlines(df, "k")]
     [('levels', 2), ('reports', 3), ('keys', 2)]
     """
-    stats = {"levels": 0, "reports": 0, "keys": 0}
+    stats = {"levels": 0, "reports": 0, "keys": 0, "items": 0}
     if result is not None:
-        stats = result.agg(F.count_distinct("level").alias("levels"),
-                           F.count(F.lit(1)).alias("reports"),
-                           F.count_distinct(key).alias("keys")).first().asDict()
-    return [sec.count("levels", "levels", stats["levels"]),
-            sec.count("reports", "reports", stats["reports"]),
-            sec.count("keys", "keys", stats["keys"])]
+        extra = [F.count_distinct(items).alias("items")] if items else []
+        stats.update(result.agg(F.count_distinct("level").alias("levels"),
+                                F.count(F.lit(1)).alias("reports"),
+                                F.count_distinct(key).alias("keys"), *extra).first().asDict())
+    out = [sec.count("levels", "levels", stats["levels"]),
+           sec.count("reports", "reports", stats["reports"]),
+           sec.count("keys", "keys", stats["keys"])]
+    if items:
+        out.append(sec.count("items", "distinct recurring items", stats["items"]))
+    return out
 
 
 def level_lines(rows: DataFrame, value: Column, *, reduce: str) -> dict[str, pd.DataFrame]:
@@ -148,7 +152,7 @@ def plot_levels(lines: dict[str, pd.DataFrame], ylabel: str, title: str) -> byte
         empty_note(ax, "no report")
     for label, points in lines.items():
         ax.plot(as_datetime(points["t"]), points["value"], lw=0.9, label=label,
-                drawstyle="steps-post", marker="." if len(points) < 60 else None)
+                marker="." if len(points) < 60 else None)
     ax.set_xlabel("report time (window end)")
     ax.set_ylabel(ylabel)
     ax.set_title(title)

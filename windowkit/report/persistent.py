@@ -12,7 +12,7 @@ import inspect
 from pyspark.sql import functions as F
 
 from windowkit.report import section as sec
-from windowkit.report.collect import is_empty, time_micros
+from windowkit.report.collect import time_micros
 from windowkit.report.figures import as_datetime, png_of
 from windowkit.report.model import StepRun
 
@@ -49,7 +49,7 @@ def persistent_section(step: StepRun) -> sec.Section:
     headlines = [sec.count("items", "items reported", stats["items"]),
                  sec.count("windows", "windows with a report", stats["windows"]),
                  sec.count("reports", "reports (item, window)", stats["reports"])]
-    if is_empty(result):
+    if not stats["reports"]:
         return sec.Section(headlines, note="no rows: no persistent item")
     top = (result.groupBy(item).agg(F.count(F.lit(1)).alias("wk_n"), F.sum(value).alias("wk_s"))
            .orderBy(F.col("wk_n").desc(), F.col("wk_s").desc(), F.col(item).asc()).limit(TOP))

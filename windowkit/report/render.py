@@ -46,9 +46,10 @@ def step_view(step: StepRun, summary: RunSummary | None = None,
     >>> view.params, view.rejected
     ([('when', 'x > 1', False), ('time', 't', True)], [('malformed', 0, '0'), ('late', 2, '2')])
     """
-    if section is None:
-        from windowkit.report.steps import step_section
+    from windowkit.report.steps import step_section, with_source_defaults
 
+    step = with_source_defaults(step, summary)
+    if section is None:
         section = step_section(step, summary)
     params = [(k, format_param(v), False) for k, v in step.params.items()]
     params += [(k, format_param(v), True) for k, v in step.inherited.items()

@@ -13,7 +13,7 @@ import pandas as pd
 from pyspark.sql import functions as F
 
 from windowkit.report import section as sec
-from windowkit.report.collect import is_empty, time_micros
+from windowkit.report.collect import time_micros
 from windowkit.report.figures import BLUE, GREY, ORANGE, as_datetime, subplots, to_png
 from windowkit.report.format import format_duration
 from windowkit.report.model import StepRun
@@ -62,7 +62,7 @@ def widening_section(step: StepRun) -> sec.Section:
                  sec.count("keys", "keys with a detection", stats["keys"]),
                  sec.duration("median_delay", "median delay", stats["median"]),
                  sec.duration("max_delay", "max delay", stats["longest"])]
-    if is_empty(result):
+    if not stats["n"]:
         return sec.Section(headlines, note="no rows: nothing detected")
     pdf = (result.select(F.col(key).cast("string").alias("key"),
                          time_micros(result, "first_time", unit).alias("first"),
@@ -107,6 +107,8 @@ def plot_detections(detections: pd.DataFrame, key: str) -> bytes:
                          textcoords="offset points", va="center", fontsize=7)
     top.set_yticks(range(len(keys)), keys if len(keys) <= MAX_LABELLED else [""] * len(keys),
                    fontsize=7)
+    top.set_ylim(len(keys) - 0.5, -0.5)  # the first detection on top
+    top.margins(x=0.1)  # room for the delays' labels
     top.set_ylabel(key)
     top.set_xlabel("time")
     top.set_title(f"{len(detections)} detections")
