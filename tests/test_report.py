@@ -267,3 +267,29 @@ def test_import_is_cheap():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("window", [{"unit": "ticks", "tick": "1 minute", "window": 45},
+                                    {"window": 700}])
+def test_last_window_counts_are_the_sketched_window(spark, window):
+    """The report's true counts cover the window the step sketched: a Perfect sketch wide
+    enough to have no collision estimates exactly them (ticks of event time, and samples
+    ranked by event time)."""
+    from windowkit.report.countmin import last_window_counts
+    from windowkit.spark import estimate_frequency, merge_count_min, windowed_count_min
+
+    rng = np.random.default_rng(4)
+    n = 3000
+    seconds = np.sort(rng.uniform(0, 2 * 3600, n))
+    t = pd.Timestamp("2024-01-01") + pd.to_timedelta(seconds, unit="s")
+    df = spark.createDataFrame(pd.DataFrame({"item": rng.integers(0, 20, n),
+                                             "time": t.astype("datetime64[us]")}))
+    params = {"item": "item", "time": "time", "algorithm": "perfect", "epsilon": 0.001,
+              **window}
+    merged = merge_count_min(windowed_count_min(df, **params).filter("rejected IS NULL"))
+    items = df.select("item").distinct()
+    est = estimate_frequency(merged, items, "item").toPandas().set_index("item")["estimate"]
+    truth = last_window_counts(df, params).toPandas().set_index("item")["true_count"]
+    assert truth.sum() == merged.first()["window_count"] > 0
+    pd.testing.assert_series_equal(truth.reindex(est.index, fill_value=0), est,
+                                   check_names=False)
