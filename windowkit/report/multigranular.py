@@ -7,6 +7,7 @@ aggregate present) over time, one line per level (1 minute, 10 minutes, 1 hour, 
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -52,7 +53,9 @@ def multi_granular_section(step: StepRun) -> sec.Section:
     rows = result.filter(F.col(key) == F.lit(busiest)) if step.arguments.get("by") else result
     lines = level_lines(rows, F.col(measure), reduce="avg")
     name = f"{key} = {busiest}" if step.arguments.get("by") else "the stream"
-    png = plot_levels(lines, measure, f"{measure} of {name}, per level")
+    value = step.arguments.get("value")
+    ylabel = f"{measure} of {value}" if isinstance(value, str) and measure != "count" else measure
+    png = plot_levels(lines, ylabel, f"{ylabel}, {name}, per level")
     return sec.Section(headlines, sec.Figure(
         png, alt=f"Line chart of the {measure} of {name} over time, one line per level",
         caption=f"The {measure} of {name} (the busiest key) at each report, one line per level "
@@ -134,8 +137,32 @@ def level_lines(rows: DataFrame, value: Column, *, reduce: str) -> dict[str, pd.
     for level in levels:
         mine = rows.filter(F.col("level") == F.lit(level["level"]))
         label = f"{format_duration(level['range'])} / {format_duration(level['slide'])}"
-        out[label] = series(mine, time_micros(mine, "window_end"), value, reduce=reduce)
+        points = series(mine, time_micros(mine, "window_end"), value, reduce=reduce)
+        out[label] = break_gaps(points, int(level["slide"]))
     return out
+
+
+def break_gaps(points: pd.DataFrame, slide: int) -> pd.DataFrame:
+    """``points`` with a NaN value inserted where reports skip a slide or more (a key is
+    silent there: no report), so that a line is not drawn across the silence.
+
+    Examples
+    --------
+    >>> p = pd.DataFrame({"t": [0, 10, 20, 60], "value": [1.0, 2.0, 3.0, 4.0]})
+    >>> break_gaps(p, 10)["value"].tolist()
+    [1.0, 2.0, 3.0, nan, 4.0]
+    """
+    if len(points) < 2:
+        return points
+    t = points["t"].to_numpy()
+    steps = np.diff(t)
+    gap = 1.5 * max(slide, int(steps[steps > 0].min()) if (steps > 0).any() else slide)
+    after = np.flatnonzero(steps > gap)
+    if not len(after):
+        return points
+    holes = pd.DataFrame({"t": t[after] + 1, "value": np.nan})
+    out = pd.concat([points, holes], ignore_index=True)
+    return out.sort_values("t", kind="stable").reset_index(drop=True)
 
 
 def plot_levels(lines: dict[str, pd.DataFrame], ylabel: str, title: str) -> bytes:

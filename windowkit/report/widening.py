@@ -91,8 +91,10 @@ def plot_detections(detections: pd.DataFrame, key: str) -> bytes:
     >>> plot_detections(d, "pid")[:4]
     b'\\x89PNG'
     """
-    fig, (top, bottom) = subplots(2, height=6.2, gridspec_kw={"height_ratios": [3, 2]})
     keys = list(dict.fromkeys(detections["key"]))
+    timeline = 1.4 + 0.22 * min(len(keys), MAX_LABELLED)  # inches: a row per key, up to 30
+    fig, (top, bottom) = subplots(2, height=timeline + 2.4,
+                                  gridspec_kw={"height_ratios": [timeline, 2.4]})
     row = {k: i for i, k in enumerate(keys)}
     y = detections["key"].map(row).to_numpy()
     first, last = as_datetime(detections["first"]), as_datetime(detections["last"])
@@ -111,13 +113,14 @@ def plot_detections(detections: pd.DataFrame, key: str) -> bytes:
     top.margins(x=0.1)  # room for the delays' labels
     top.set_ylabel(key)
     top.set_xlabel("time")
-    top.set_title(f"{len(detections)} detections")
-    top.legend(loc="upper left", fontsize=7)
+    top.set_title(f"{len(detections)} detections", loc="left")
+    # above the axes, right of the title: never over a detection
+    top.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=3, fontsize=7, frameon=False)
     span = (detections["last"] - detections["first"]).to_numpy() / 1e6
     bottom.scatter(span, delay / 1e6, color=ORANGE, s=14)
     reach = float(max(np.max(span, initial=0), np.max(delay / 1e6, initial=0), 1))
     bottom.plot([0, reach], [0, reach], color=GREY, lw=0.8, ls="--", label="delay = duration")
     bottom.set_xlabel("episode duration, first to last step (s)")
     bottom.set_ylabel("delay (s)")
-    bottom.legend(loc="upper left", fontsize=7)
+    bottom.legend(loc="lower right", fontsize=7)  # a delay is never below the duration
     return to_png(fig)
