@@ -59,7 +59,8 @@ def step_section(step: StepRun, summary: RunSummary | None = None) -> sec.Sectio
         builder = getattr(importlib.import_module(f"windowkit.report.{module}"), name)
         section = builder(step, **extra)
     except Exception as exc:  # one step's figure must not lose the whole report
-        LOG.warning("report: step %r (%s): %s", step.name, step.function, exc, exc_info=True)
+        LOG.warning("report: no summary of step %r (%s): %s", step.name, step.function, exc)
+        LOG.debug("report: step %r", step.name, exc_info=True)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         section = sec.Section(error=f"{type(exc).__name__}: {first}")
     section.headlines.insert(0, rows_out)
