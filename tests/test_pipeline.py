@@ -287,3 +287,20 @@ def test_the_readmes_pipeline_example_is_a_valid_pipeline_file(tmp_path):
     assert str(caught.value).startswith(str(tmp_path / shown.split(":")[0]))
     assert shown.split(": ", 1)[1] in str(caught.value)
     assert f"routers.toml:{_line_of(mistake, 'min_duraton')}:" in shown
+
+
+@pytest.mark.spark
+def test_a_single_file_source_is_read_as_a_stream_of_that_file_only(spark, folder, tmp_path):
+    from windowkit.cli.common import inspect_input
+    from windowkit.pipeline.runner import read_source
+    from windowkit.pipeline.spec import SourceSection
+
+    source = SourceSection(path=str(folder / "routers.parquet"), time="time", key="router")
+    stream = read_source(spark, source, inspect_input(source.path, None), stream=True)
+    assert stream.isStreaming
+    query = (stream.writeStream.format("parquet").option("path", str(tmp_path / "o"))
+             .option("checkpointLocation", str(tmp_path / "c")).trigger(availableNow=True)
+             .start())
+    query.awaitTermination()
+    # the folder also holds routers.csv and the runs' outputs: only the named file is read
+    assert len(pd.read_parquet(tmp_path / "o")) == len(pd.read_parquet(folder / "routers.parquet"))

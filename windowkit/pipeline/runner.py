@@ -401,15 +401,20 @@ def read_source(spark, source: SourceSection, info: InputInfo, stream: bool):
     for key, value in source.options.items():
         reader = reader.option(key, str(value).lower() if isinstance(value, bool) else value)
     fmt = info.format or format_of(source.path)
+    path = source.path
+    if stream and not is_remote(path) and os.path.isfile(path):
+        # a file stream reads a folder: the file's own folder, this file's name only
+        path, name = os.path.split(path)
+        reader = reader.option("pathGlobFilter", re.sub(r"([*?\[\]{}])", r"[\1]", name))
     if fmt == "csv":
         reader = (reader.option("header", "true").option("mode", "PERMISSIVE")
                   .option("escape", '"'))
         if schema is None:
             reader = reader.option("inferSchema", "true")
-        return reader.csv(source.path)
+        return reader.csv(path)
     if fmt == "json":
-        return reader.option("mode", "PERMISSIVE").json(source.path)
-    return reader.parquet(source.path)
+        return reader.option("mode", "PERMISSIVE").json(path)
+    return reader.parquet(path)
 
 
 def _read_kafka(spark, source: SourceSection, stream: bool):
