@@ -1,11 +1,10 @@
-"""The generated network day (issue #18): its truth agrees with its rows, and the demo's
-steps (``DEMO_STEPS``) find every injected case when run on Spark."""
+"""The generated network day (issue #18): its truth agrees with its rows and with what the
+demo's steps can find (tests/test_demo.py runs them on Spark)."""
 
 from __future__ import annotations
 
 import math
 import re
-import time
 
 import numpy as np
 import pandas as pd
@@ -17,7 +16,6 @@ from hypothesis import strategies as st
 from windowkit.core.durations import to_micros
 from windowkit.core.widening import REMOTE_SHELL
 from windowkit.datasets.network_day import (
-    DEMO_STEPS,
     LOSS_THRESHOLD,
     MINUTE,
     PHONE_HOME_MINUTES,
@@ -25,6 +23,7 @@ from windowkit.datasets.network_day import (
     SMALL_DAY,
     TABLES,
     TRUTH,
+    demo_steps,
     network_day,
     write_network_day,
 )
@@ -42,6 +41,7 @@ COLUMNS = {
                  "time": "datetime64[us, UTC]", "call": "object", "fd": "object",
                  "exe": "object", "ret": "object"},
 }
+DEMO = demo_steps()
 PERIOD = to_micros("30 seconds", "period")
 CHURN = ("WITHDRAW", "UPDATE")
 
@@ -164,7 +164,7 @@ def test_heavy_destinations_counts_and_shares(full_day):
     assert np.allclose(heavy["share"], heavy["flows"] / len(flows))
     assert np.allclose(heavy["share"], heavy["target_share"], rtol=0.05)
     # heavy in every hour of the day, and no background destination comes near phi
-    phi = DEMO_STEPS["heavy_destinations"]["params"]["phi"]
+    phi = DEMO["heavy_destinations"]["params"]["phi"]
     hour = micros(flows["time"]) // 3_600_000_000
     per_hour = flows.groupby([hour, "dst"]).size()
     share = per_hour / per_hour.groupby(level=0).transform("sum")
@@ -215,8 +215,8 @@ def test_phone_home_is_periodic_persistent_and_background_is_not(full_day):
         assert lo * 60 <= h.period_s <= hi * 60
         assert gaps.between((1 - h.jitter) * h.period_s - 1e-3,
                             (1 + h.jitter) * h.period_s + 1e-3).all()
-        assert h.n_flows / len(flows) < DEMO_STEPS["heavy_destinations"]["params"]["phi"] / 10
-    params = DEMO_STEPS["persistent_sources"]["params"]
+        assert h.n_flows / len(flows) < DEMO["heavy_destinations"]["params"]["phi"] / 10
+    params = DEMO["persistent_sources"]["params"]
     n = params["window_slots"]
     best = persistence(flows, to_micros(params["slot"], "slot"), n)
     assert (best[home["src"]] >= math.ceil(params["alpha"] * n)).all()
@@ -231,13 +231,13 @@ def test_shells_and_decoys_are_in_their_hosts_calls(small_day):
     assert len(shells) == SMALL["shells"] and set(shells["kind"]) == {"remote-shell"}
     assert sorted(decoys["kind"]) == ["missing-dup", "other-fd", "wrong-order"]
     assert calls.groupby("host")["time"].is_monotonic_increasing.all()
-    fixed_window = 2 * to_micros(DEMO_STEPS["shells_fixed_window"]["params"]["base"], "base")
-    widest = to_micros(DEMO_STEPS["shells"]["params"]["max_duration"], "max_duration")
+    fixed_window = 2 * to_micros(DEMO["shells_fixed_window"]["params"]["base"], "base")
+    widest = to_micros(DEMO["shells"]["params"]["max_duration"], "max_duration")
     lo, hi = SHELL_SPAN_MINUTES
     for row in pd.concat([shells, decoys]).itertuples():
         mine = calls[calls["process"] == row.process]
         assert (mine["host"] == row.host).all() and (mine["pid"] == row.pid).all()
-        assert len(mine) == row.n_rows <= DEMO_STEPS["shells"]["params"]["max_length"]
+        assert len(mine) == row.n_rows <= DEMO["shells"]["params"]["max_length"]
         assert mine["time"].min() == row.start and mine["time"].max() == row.end
         span = micros(pd.Series([row.end]))[0] - micros(pd.Series([row.start]))[0]
         assert lo * MINUTE <= span <= hi * MINUTE + MINUTE
@@ -270,102 +270,3 @@ def test_truth_counts_match_rows_for_any_seed(seed, hours, hosts, shells, decoys
     injected = pd.concat([day.shells, day.decoys])
     assert (per_process.reindex(injected["process"]).to_numpy() == injected["n_rows"]).all()
     assert (day.incidents["n_present"] <= day.incidents["n_reports"]).all()
-
-
-# ----------------------------------------------------------------------------- on Spark
-def run_demo_steps(spark, paths: dict[str, str]) -> tuple[dict, dict]:
-    """Every step of DEMO_STEPS, straight through ``windowkit.spark`` (no runner): results
-    as pandas frames, and seconds per step."""
-    import windowkit.spark as wk
-
-    tables = {name: spark.read.parquet(paths[name]) for name in TABLES}
-    results, frames, seconds = {}, {}, {}
-    for name, step in DEMO_STEPS.items():
-        began = time.perf_counter()
-        function = getattr(wk, step["function"])
-        source = results.get(step["input"], tables.get(step["input"]))
-        extra = [tables[step[role]] for role in ("data", "candidates") if role in step]
-        out = function(source, *extra, **step["params"])
-        if step["function"] not in ("windowed_count_min",):
-            frames[name] = out.toPandas()
-        else:
-            out = out.cache()
-            frames[name] = out.drop("sketch").toPandas()
-        results[name] = out
-        frames[name] = utc(frames[name])
-        seconds[name] = round(time.perf_counter() - began, 1)
-    return frames, seconds
-
-
-def utc(frame: pd.DataFrame) -> pd.DataFrame:
-    """Spark hands timestamps to pandas as naive UTC wall times (the session's zone)."""
-    for col in frame.columns:
-        if pd.api.types.is_datetime64_any_dtype(frame[col]) and frame[col].dt.tz is None:
-            frame[col] = frame[col].dt.tz_localize("UTC")
-    return frame
-
-
-@pytest.mark.spark
-def test_demo_steps_find_every_injected_case(spark, small_day, tmp_path):
-    paths = write_network_day(str(tmp_path), small_day)
-    out, seconds = run_demo_steps(spark, paths)
-    print("\nDEMO_STEPS seconds on the small day:", seconds)
-    for name, frame in out.items():
-        status = frame.get("status", frame.get("rejected"))
-        if status is not None:
-            assert not status.isin(["malformed", "late"]).any(), name
-
-    # loss frames: every incident with at least 3 reports from its first to its last present
-    # one overlaps a final frame, and every frame lies on an incident
-    frames = out["loss_frames"][out["loss_frames"]["status"] == "final"]
-    inc = small_day.incidents
-    spans = (inc["last_seen"] - inc["first_seen"]) / pd.Timedelta(PERIOD, "us") + 1
-    findable = inc[spans >= 3]
-    assert len(findable) >= 3
-    on = frames.merge(inc, on="router", suffixes=("", "_inc"))
-    overlap = (on["start"] < on["end_inc"]) & (on["start_inc"] < on["end"])
-    hit = on[overlap]
-    assert set(zip(findable["router"], findable["start"], strict=True)) <= set(
-        zip(hit["router"], hit["start_inc"], strict=True))
-    assert len(hit[["router", "frame_id"]].drop_duplicates()) == len(frames)
-
-    # filled frames: most of each found incident's BGP burst is attached to its frame
-    filled = out["loss_bgp"]
-    churn = small_day.bgp[small_day.bgp["kind"].isin(CHURN)]
-    for b, i in zip(small_day.bgp_bursts.itertuples(), inc.itertuples(), strict=True):
-        if (i.router, i.start) not in set(zip(findable["router"], findable["start"],
-                                              strict=True)):
-            continue
-        burst = churn[(churn["router"] == b.router) & (churn["time"] >= b.start)
-                      & (churn["time"] < b.end)]
-        mine = filled[(filled["router"] == i.router) & (filled["start"] >= i.start)
-                      & (filled["start"] < i.end) & filled["kind"].isin(CHURN)]
-        attached = burst.merge(mine[["time", "kind", "prefix"]].drop_duplicates(),
-                               on=["time", "kind", "prefix"])
-        assert len(attached) > len(burst) / 2, (i.router, i.start)
-
-    # multi-granular: the DoS source makes the busiest minute and the most destinations
-    levels = out["traffic_levels"]
-    minute = levels[levels["level"] == 0]
-    dos = small_day.dos.iloc[0]
-    top_count = minute.loc[minute["count"].idxmax()]
-    top_distinct = minute.loc[minute["distinct_dst"].idxmax()]
-    for top in (top_count, top_distinct):
-        assert top["src"] == dos.src
-        assert top["window_start"] < dos.end and dos.start < top["window_end"]
-
-    # heavy hitters: every heavy destination is reported
-    reported = set(out["heavy_destinations"]["dst"])
-    assert set(small_day.heavy_destinations["dst"]) <= reported
-
-    # persistent items: exactly the phone-home sources (background ones never come close)
-    persistent = out["persistent_sources"]
-    assert set(persistent["src"]) == set(small_day.phone_home["src"])
-
-    # widening finds each shell, with its first and last step; the fixed window finds none
-    found = out["shells"].set_index("process")
-    shells = small_day.shells.set_index("process")
-    assert set(found.index) == set(shells.index)
-    assert (found.loc[shells.index, "first_time"] == shells["start"]).all()
-    assert (found.loc[shells.index, "last_time"] == shells["end"]).all()
-    assert len(out["shells_fixed_window"]) == 0

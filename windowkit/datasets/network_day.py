@@ -21,8 +21,8 @@ everything injected into them:
   (:func:`windowkit.datasets.syscalls.case_study`): progressive window widening catches the
   shells, a fixed 20-second window cannot.
 
-:data:`DEMO_STEPS` lists the windowkit Spark functions and parameters that find every case;
-``tests/test_network_day.py`` runs them on a small day and checks each injected case is found.
+:func:`demo_steps` gives the windowkit Spark functions and parameters that find every case;
+``tests/test_demo.py`` runs that pipeline on a small day and checks each injected case is found.
 Every random draw comes from an independent child of ``numpy.random.SeedSequence(seed)``.
 """
 
@@ -71,65 +71,37 @@ _PORT_WEIGHTS = np.array([0.55, 0.15, 0.1, 0.05, 0.04, 0.04, 0.04, 0.03])
 _PUBLIC_OCTETS = np.array([o for o in range(1, 224)
                            if o not in (10, 100, 127, 169, 172, 192, 198)])
 
-DEMO_STEPS: dict[str, dict[str, Any]] = {
-    "loss_frames": {
-        "function": "threshold_frames", "input": "routers",
-        "params": {"time": "time", "when": "loss_rate > 0.003", "by": "router",
-                   "min_duration": "3 rows", "missing": "satisfying",
-                   "schedule": "30 seconds"},
-    },
-    "loss_bgp": {
-        "function": "fill_frames", "input": "loss_frames", "data": "bgp",
-        "params": {"time": "time", "by": "router", "before": "2 minutes"},
-    },
-    "traffic_levels": {
-        "function": "multi_granular", "input": "flows",
-        "params": {"time": "time",
-                   "window": "RANGES 1 HOUR, 10 MINUTES, 1 MINUTE "
-                             "SLIDES 10 MINUTES, 5 MINUTES, 1 MINUTE",
-                   "by": "src", "value": "bytes", "aggregates": ["count", "sum"],
-                   "distinct": "dst"},
-    },
-    "dst_sketch": {
-        "function": "windowed_count_min", "input": "flows",
-        "params": {"item": "dst", "time": "time", "unit": "ticks", "tick": "1 minute",
-                   "window": 60, "algorithm": "proportional", "epsilon": 0.001,
-                   "delta": 0.05},
-    },
-    "heavy_destinations": {
-        "function": "heavy_hitters", "input": "dst_sketch", "candidates": "flows",
-        "params": {"item": "dst", "phi": 0.01, "latest": True},
-    },
-    "persistent_sources": {
-        "function": "persistent_items", "input": "flows",
-        "params": {"item": "src", "time": "time", "slot": "15 minutes", "window_slots": 16,
-                   "alpha": 0.75, "epsilon": 0.25, "delta": 0.05},
-    },
-    "shells": {
-        "function": "widen_detect", "input": "syscalls",
-        "params": {"time": "time", "by": "process", "detector": "remote-shell",
-                   "base": "10 seconds", "max_length": 16, "max_duration": "1 hour"},
-    },
-    "shells_fixed_window": {
-        "function": "widen_detect", "input": "syscalls",
-        "params": {"time": "time", "by": "process", "detector": "remote-shell",
-                   "base": "10 seconds", "max_length": 16, "levels": 1},
-    },
-}
-"""The demo's steps: per step, the windowkit Spark function (``windowkit.spark.<function>``),
-the table or step it reads (``input``; ``data`` for the filler of ``fill_frames``,
-``candidates`` for the table whose distinct ``item`` values ``heavy_hitters`` tests) and its
-keyword parameters as a pipeline file writes them (durations as strings).
+def demo_steps() -> dict[str, dict[str, Any]]:
+    """The demo's steps as the shipped pipeline ``windowkit/pipelines/network_day.toml`` gives
+    them: per step, the windowkit Spark function, the tables or steps it reads (``input``;
+    ``data`` for the filler of ``fill_frames``, ``candidates`` for ``heavy_hitters``) and its
+    keyword parameters as written (durations as strings). That file is the one place they are
+    set.
 
-Why these values: frames bridge an absent report inside an incident (``missing``); the
-filling reaches two minutes before a frame, where each incident's BGP burst starts; the
-Count-Min window is the last hour (60 one-minute ticks) with ``epsilon`` well under the
-smallest heavy share, and ``phi`` between the largest background destination's share and the
-smallest injected one; persistence over 4-hour windows of 30-minute slots (a phone-home gap
-is at most 18 minutes, so it is in every slot; a background source rarely is); widening from
-10-second batches up to one hour covers every shell, while the one-level comparison only sees
-20-second windows, shorter than any shell.
-"""
+    Why these values: frames bridge an absent report inside an incident (``missing``); the
+    filling reaches two minutes before a frame, where each incident's BGP burst starts; the
+    Count-Min window is the last hour (60 one-minute ticks) with ``epsilon`` well under the
+    smallest heavy share, and ``phi`` between the largest background destination's share and the
+    smallest injected one; persistence over 4-hour windows of 15-minute slots (a phone-home gap
+    is at most 18 minutes, so it is in every slot; a background source rarely is); widening from
+    10-second batches up to one hour covers every shell, while the one-level comparison only sees
+    20-second windows, shorter than any shell.
+
+    Examples
+    --------
+    >>> steps = demo_steps()
+    >>> steps["shells"]["function"], steps["shells"]["params"]["max_duration"]
+    ('widen_detect', '1 hour')
+    """
+    from importlib import resources
+
+    from windowkit.pipeline.spec import load_pipeline
+
+    with resources.as_file(resources.files("windowkit.pipelines") / "network_day.toml") as path:
+        pipeline = load_pipeline(str(path))
+    return {step.name: {"function": step.function, **step.inputs, "params": step.params}
+            for step in pipeline.steps}
+
 
 SMALL_DAY: dict[str, Any] = {
     "hours": 5, "routers": 4, "hosts": 2, "flows_per_second": 1.0, "sources": 800,
