@@ -112,6 +112,7 @@ def test_the_demo_writes_its_pipeline_and_report(demo):
     for step in STEPS:
         assert os.path.isdir(results / step), step
         assert f">{step}<" in html, step
+    assert "Periods of high packet loss per router" in html  # the step's description
     assert (results.parent / "network_day.toml").is_file()
     assert f"windowkit run {results.parent / 'network_day.toml'}" in printed
 

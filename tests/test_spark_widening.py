@@ -79,6 +79,25 @@ def test_batch_widen_detect_equals_the_core(spark, events):
     pd.testing.assert_frame_equal(got, expected)
 
 
+@pytest.mark.parametrize("unit", ["ms", "us"])
+def test_an_integer_time_column_gives_the_same_detections_in_its_own_unit(spark, events, unit):
+    from windowkit.spark import split_detections, widen_detect
+
+    per_unit = {"ms": 1_000, "us": 1}[unit]
+    on_time = widen_detect(_spark_frame(spark, events), "time", by="key", **PARAMS)
+    as_integers = spark.createDataFrame(
+        events.assign(time=events["time"] // per_unit),
+        "key long, time long, call string, fd string, exe string, ret string")
+    on_ints = widen_detect(as_integers, "time", by="key", time_unit=unit, **PARAMS)
+    expected = split_detections(on_time)[0].toPandas().sort_values("key", ignore_index=True)
+    got = split_detections(on_ints)[0].toPandas().sort_values("key", ignore_index=True)
+    assert len(got) == len(expected) == 4
+    for column in ("window_start", "window_end", "detected_at", "first_time", "last_time"):
+        assert (got[column] == _micros(expected[column]) // per_unit).all(), column
+    assert [list(t) for t in got["times"]] == [
+        [_micro(x) // per_unit for x in times] for times in expected["times"]]
+
+
 def test_streaming_out_of_order_with_restart_equals_the_core(spark, events, tmp_path):
     from windowkit.spark import split_detections, widen_detect
 

@@ -221,7 +221,8 @@ class PipelineRun:
         return StepRun(name=step.name, function=step.function, params=dict(step.params),
                        inputs=batch_inputs, input_names=dict(step.inputs), result=done,
                        rejected=rejected, rows_out=rows_out, elapsed_s=elapsed, output=output,
-                       inherited=self._inherited(step, function, streaming))
+                       inherited=self._inherited(step, function, streaming),
+                       description=step.description)
 
     def _batch_view(self, name: str):
         """A batch DataFrame of a source or step (what a stream wrote, for a streamed step)."""

@@ -60,6 +60,8 @@ class StepRun:
         Parameters the pipeline file left out that the runner took from the step's inputs
         (``time``, ``by``, ``time_unit``, ...), as plain values. The report computes with
         ``{**inherited, **params}`` and shows them apart from what the file gave.
+    description : str
+        The step's ``description`` in the pipeline file (what it is for, in words).
     """
 
     name: str
@@ -73,6 +75,7 @@ class StepRun:
     elapsed_s: float = 0.0
     output: str = ""
     inherited: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
 
     @property
     def arguments(self) -> dict[str, Any]:

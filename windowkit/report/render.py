@@ -29,6 +29,7 @@ class StepView:
     elapsed: str
     output: str
     section: Section = field(default_factory=Section)
+    description: str = ""
 
 
 def step_view(step: StepRun, summary: RunSummary | None = None,
@@ -62,7 +63,8 @@ def step_view(step: StepRun, summary: RunSummary | None = None,
                 dict.fromkeys([*step.input_names, *step.inputs])],
         rejected=[(reason, n, format_number(n)) for reason, n in counts.items()],
         rejected_total=sum(counts.values()),
-        elapsed=format_seconds(step.elapsed_s), output=step.output, section=section)
+        elapsed=format_seconds(step.elapsed_s), output=step.output, section=section,
+        description=step.description)
 
 
 def render_report(summary: RunSummary, views: list[StepView] | None = None) -> str:

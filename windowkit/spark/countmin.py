@@ -691,8 +691,10 @@ def estimate_frequency(
 ) -> DataFrame:
     """Add the estimated window frequency of each row's item, from a merged sketch.
 
-    Estimates are rounded, never negative, and never below the true count of the sketch's
-    window for Perfect and Simple (Count-Min overestimates); null items get null.
+    Estimates are rounded and never negative; null items get null. Perfect's are never below
+    the true count of the sketch's window (an exact window, and Count-Min only overestimates);
+    Simple, Proportional and Splitter approximate the window (Simple counts since its last
+    reset) and can fall below it.
 
     Parameters
     ----------

@@ -51,7 +51,7 @@ def widen_detect(
     df : DataFrame
         The events.
     time : str or Column
-        Event time: a timestamp column (or an integer column of microseconds).
+        Event time: a timestamp column, or an integer column in `time_unit` (s, ms, us, ns).
     by : str, optional
         The key column (e.g. a process id); patterns are sought per key.
     detector : Detector or str
@@ -135,11 +135,10 @@ def widen_detect(
     )
     unit = {} if time_unit is None else {"time_unit": time_unit}
     out = run_operator(df, job, time=time, key=by, shards=shards, late=late, **unit)
+    # the adapter gives the window and detection times back in the input's kind already;
+    # the episode's own times travel as text of microseconds
     integer_time = _is_integer_time(df, time)
     per_unit = {None: 1, "us": 1, "ms": 1_000, "s": 1_000_000}.get(time_unit)
-    if integer_time:
-        for c in TIME_COLUMNS:
-            out = out.withColumn(c, _from_micros(F.unix_micros(F.col(c)), per_unit))
     micros = F.transform(F.split(F.col("times"), ","), lambda x: x.cast("long"))
     times = (F.transform(micros, lambda x: _from_micros(x, per_unit)) if integer_time
              else F.transform(micros, F.timestamp_micros))
