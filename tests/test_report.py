@@ -137,7 +137,7 @@ def test_every_image_is_a_decodable_png_with_alt_and_caption(report):
     summary, _, _, page = report
     with_figure = [s for s in summary.steps if s.function in WITH_FIGURE and s.rows_out
                    and s.name != "broken"]
-    assert len(page.images) == len(with_figure) == 9
+    assert len(page.images) == len(with_figure) == 10
     for img in page.images:
         assert img["src"].startswith("data:image/png;base64,")
         data = base64.b64decode(img["src"].split(",", 1)[1], validate=True)
@@ -185,7 +185,7 @@ def test_empty_result_gets_a_note_and_zeros(report):
 
 def test_unknown_functions_get_rows_out_only(report):
     _, _, _, page = report
-    for name in ("mystery", "heavy sources"):
+    for name in ("mystery",):
         seen = page.steps[name]
         assert list(seen["headlines"]) == ["rows_out"]
         assert seen["images"] == [] and "no figure" in seen["note"]
@@ -238,6 +238,18 @@ def test_count_min_headlines_against_the_last_window(report):
     hitters = _step(summary, "heavy sources").result.count()
     assert hitters > 0 and _value(page, step.name, "heavy_hitters") == hitters
     assert "φ = 0.04" in page.steps[step.name]["caption"]
+
+
+def test_heavy_hitters_headlines(report):
+    summary, _, _, page = report
+    rows = _step(summary, "heavy sources").result.toPandas()
+    latest = rows[rows["view"] == rows["view"].max()]
+    assert len(latest) > 0
+    assert _value(page, "heavy sources", "heavy_hitters") == latest["source"].nunique()
+    assert _value(page, "heavy sources", "threshold") == pytest.approx(latest["threshold"].iloc[0])
+    below = _value(page, "heavy sources", "below_threshold")
+    assert 0 <= below <= len(latest)
+    assert "estimate against its true count" in page.steps["heavy sources"]["caption"]
 
 
 def test_persistent_headlines(report):

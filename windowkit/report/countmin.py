@@ -86,6 +86,65 @@ def count_min_section(step: StepRun, phi: float | None = None) -> sec.Section:
                 f"dashed line: the heavy-hitter threshold φ·W (φ = {phi:g})"))
 
 
+def heavy_hitters_section(step: StepRun, upstream: StepRun | None = None) -> sec.Section:
+    """Headline numbers and the figure of a ``heavy_hitters`` step: the items of its latest
+    view, their estimates against their true counts in the sketch's last window (from the
+    ``windowed_count_min`` step it reads, ``upstream``) and the threshold φ·W.
+
+    Examples
+    --------
+    >>> from windowkit.spark import heavy_hitters, windowed_count_min
+    >>> df = spark.createDataFrame([(i % 3 if i % 2 else 7, i) for i in range(40)],
+    ...                            "item int, t long")
+    >>> params = {"item": "item", "time": "t", "window": 10, "algorithm": "perfect"}
+    >>> snaps = windowed_count_min(df, **params).filter("rejected IS NULL")
+    >>> sketch = StepRun("cm", "windowed_count_min", params, {"input": df}, {}, snaps)
+    >>> hh = heavy_hitters(snaps, df, 0.3, "item", latest=True)
+    >>> out = heavy_hitters_section(StepRun("hh", "heavy_hitters", {"phi": 0.3, "item": "item"},
+    ...     {"input": snaps}, {"input": "cm"}, hh), upstream=sketch)
+    >>> {h.name: h.value for h in out.headlines}["heavy_hitters"], out.figure.png[:4]
+    (1, b'\\x89PNG')
+    """
+    item = step.arguments.get("item", "item")
+    result = step.result
+    if result is None or item not in result.columns:
+        return sec.Section(error=f"the step's rows have no `{item}` column")
+    last = result.agg(F.max("view")).first()[0]
+    if last is None:
+        return sec.Section(_hitter_headlines(0, None, None, None), note="no rows: no item "
+                           "reached the threshold")
+    latest = result.filter(F.col("view") == F.lit(last))
+    if upstream is not None and upstream.inputs.get("input") is not None:
+        truth = last_window_counts(upstream.inputs["input"], upstream.arguments)
+        latest = latest.join(truth, item, "left")
+    else:
+        latest = latest.withColumn("true_count", F.lit(None).cast("long"))
+    shown = latest.toPandas().sort_values("estimate", ascending=False)
+    threshold = float(shown["threshold"].iloc[0])
+    known = shown["true_count"].notna().all()
+    shown["true_count"] = shown["true_count"].fillna(0)
+    below = int((shown["true_count"] < threshold).sum()) if known else None
+    headlines = _hitter_headlines(shown[item].nunique(), float(shown["window_count"].iloc[0]),
+                                  threshold, below)
+    top = shown.head(TOP)
+    png = plot_counts(top, item, threshold,
+                      title=f"the {len(top)} heavy hitters of the latest view")
+    return sec.Section(headlines, sec.Figure(
+        png, alt=f"Bar chart of the {len(top)} heavy hitters' estimated and true counts",
+        caption="Each reported item's estimate against its true count in the sketch's last "
+                "window (exact); dashed line: the threshold φ·W"))
+
+
+def _hitter_headlines(hitters: int, window_count: float | None, threshold: float | None,
+                      below: int | None) -> list[sec.Headline]:
+    return [
+        sec.count("heavy_hitters", "heavy hitters", hitters),
+        sec.count("window_count", "window count W", window_count),
+        sec.count("threshold", "threshold φ·W", threshold),
+        sec.count("below_threshold", "reported, true count below φ·W", below),
+    ]
+
+
 def last_window_counts(df: DataFrame, args: dict[str, Any]) -> DataFrame:
     """``item, true_count``: exact counts of the input's last window, as the step defines it.
 
@@ -111,7 +170,8 @@ def last_window_counts(df: DataFrame, args: dict[str, Any]) -> DataFrame:
     return recent.groupBy(item).agg(F.count(F.lit(1)).alias("true_count"))
 
 
-def plot_counts(items: pd.DataFrame, item: str, threshold: float | None) -> bytes:
+def plot_counts(items: pd.DataFrame, item: str, threshold: float | None,
+                title: str | None = None) -> bytes:
     """Paired bars per item: true count in the window and the sketch's estimate; PNG bytes.
 
     Examples
@@ -132,7 +192,7 @@ def plot_counts(items: pd.DataFrame, item: str, threshold: float | None) -> byte
     ax.set_xticks(x, [str(v) for v in items[item]], rotation=45, ha="right", fontsize=7)
     ax.set_xlabel(item)
     ax.set_ylabel("rows in the last window")
-    ax.set_title(f"the {len(items)} most frequent items of the last window")
+    ax.set_title(title or f"the {len(items)} most frequent items of the last window")
     ax.legend(loc="upper right", fontsize=8)
     return to_png(fig)
 

@@ -27,7 +27,7 @@ from windowkit.report.model import RunSummary, SourceRun, StepRun
 MARKUP = "<b>x</b> & 'y'"
 #: Steps whose figure the page carries.
 WITH_FIGURE = ("threshold_frames", "delta_frames", "fill_frames", "multi_granular",
-               "recurring_items", "windowed_count_min", "persistent_items",
+               "recurring_items", "windowed_count_min", "heavy_hitters", "persistent_items",
                "exact_persistent_items", "widen_detect")
 
 

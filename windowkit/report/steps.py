@@ -25,12 +25,13 @@ BUILDERS: dict[str, tuple[str, str]] = {
     "multi_granular": ("multigranular", "multi_granular_section"),
     "recurring_items": ("multigranular", "recurring_items_section"),
     "windowed_count_min": ("countmin", "count_min_section"),
+    "heavy_hitters": ("countmin", "heavy_hitters_section"),
     "persistent_items": ("persistent", "persistent_section"),
     "exact_persistent_items": ("persistent", "persistent_section"),
     "widen_detect": ("widening", "widening_section"),
 }
 #: Functions whose ``by`` is the key of their input's source when the step does not say.
-KEYED = frozenset(BUILDERS) - {"windowed_count_min", "persistent_items",
+KEYED = frozenset(BUILDERS) - {"windowed_count_min", "heavy_hitters", "persistent_items",
                                "exact_persistent_items"}
 
 
@@ -41,7 +42,7 @@ def step_section(step: StepRun, summary: RunSummary | None = None) -> sec.Sectio
     --------
     A function without a builder, or with no result at all:
 
-    >>> out = step_section(StepRun("hh", "heavy_hitters", {"phi": 0.1}, {}, {}, None))
+    >>> out = step_section(StepRun("m", "merge_count_min", {}, {}, {}, None))
     >>> [(h.name, h.value) for h in out.headlines], out.note
     ([('rows_out', 0)], 'no rows')
     """
@@ -55,6 +56,9 @@ def step_section(step: StepRun, summary: RunSummary | None = None) -> sec.Sectio
     extra = {}
     if step.function == "windowed_count_min":
         extra["phi"] = downstream_phi(step, summary)
+    if step.function == "heavy_hitters" and summary is not None:
+        extra["upstream"] = next((s for s in summary.steps
+                                  if s.name == step.input_names.get("input")), None)
     try:
         builder = getattr(importlib.import_module(f"windowkit.report.{module}"), name)
         section = builder(step, **extra)
