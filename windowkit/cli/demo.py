@@ -13,6 +13,7 @@ import shutil
 from importlib import resources
 
 from windowkit.cli.common import Progress, check_output, claim_output
+from windowkit.cli.run import add_run_arguments
 
 PIPELINE = "network_day.toml"
 
@@ -38,12 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="small: a 5-hour day with a few thousand rows per table, every kind "
                         "of case still in it (a quick look; --hours is ignored)")
     p.add_argument("--seed", type=int, default=0, help="dataset seed")
-    p.add_argument("--master", default=None, help="Spark master URL (default local[*])")
-    p.add_argument("--stream", action="store_true",
-                   help="read the generated tables as streams (see `windowkit run --stream`)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="allow an output directory that holds files windowkit did not write")
-    p.add_argument("--verbose", action="store_true", help="show Spark's log and tracebacks")
+    add_run_arguments(p, "local[*]")
     p.set_defaults(func=run)
 
 

@@ -25,18 +25,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "before Spark starts.",
     )
     p.add_argument("pipeline", help="the pipeline file (TOML)")
-    p.add_argument("--master", default=None,
-                   help="Spark master URL (default: the file's [pipeline] master, or local[*])")
-    p.add_argument("--stream", action="store_true",
-                   help="read the sources as streams: each step is a Structured Streaming "
-                        "query with a checkpoint, written exactly once per micro-batch")
     p.add_argument("--output", default=None, help="output directory instead of the file's")
-    p.add_argument("--overwrite", action="store_true",
-                   help="allow an output directory that holds files windowkit did not write")
     p.add_argument("--check", action="store_true",
                    help="only check the file and its inputs; do not start Spark")
-    p.add_argument("--verbose", action="store_true", help="show Spark's log and tracebacks")
+    add_run_arguments(p, "the file's [pipeline] master, or local[*]")
     p.set_defaults(func=run)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, default_master: str) -> None:
+    """The options of a command that runs a pipeline: where, batch or stream, and how loud.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser()
+    >>> add_run_arguments(p, "local[*]")
+    >>> vars(p.parse_args(["--stream"]))
+    {'master': None, 'stream': True, 'overwrite': False, 'verbose': False}
+    """
+    parser.add_argument("--master", default=None,
+                        help=f"Spark master URL (default: {default_master})")
+    parser.add_argument("--stream", action="store_true",
+                        help="read the sources as streams: each step is a Structured Streaming "
+                             "query with a checkpoint, written exactly once per micro-batch")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="allow an output directory that holds files windowkit did not "
+                             "write")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show Spark's log and tracebacks")
 
 
 def run(args: argparse.Namespace) -> int:
