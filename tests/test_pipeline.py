@@ -295,6 +295,10 @@ def test_a_single_file_source_is_read_as_a_stream_of_that_file_only(spark, folde
     from windowkit.pipeline.runner import read_source
     from windowkit.pipeline.spec import SourceSection
 
+    # beside the file: a folder in a streaming run's layout, which Spark must not discover
+    (folder / "stream_out" / "batch=0").mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"x": [1]}).to_parquet(folder / "stream_out" / "batch=0" / "p.parquet")
+    (folder / "stream_out" / "_staging").mkdir(exist_ok=True)
     source = SourceSection(path=str(folder / "routers.parquet"), time="time", key="router")
     stream = read_source(spark, source, inspect_input(source.path, None), stream=True)
     assert stream.isStreaming

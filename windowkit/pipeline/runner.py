@@ -404,9 +404,11 @@ def read_source(spark, source: SourceSection, info: InputInfo, stream: bool):
     fmt = info.format or format_of(source.path)
     path = source.path
     if stream and not is_remote(path) and os.path.isfile(path):
-        # a file stream reads a folder: the file's own folder, this file's name only
-        path, name = os.path.split(path)
-        reader = reader.option("pathGlobFilter", re.sub(r"([*?\[\]{}])", r"[\1]", name))
+        # a file stream reads a folder or a glob: a glob matching this file only, so that
+        # Spark does not list (and partition-discover) the rest of the file's folder
+        folder, name = os.path.split(path)
+        escaped = re.sub(r"([*?\[\]{}])", r"[\1]", name[:-1])
+        path = os.path.join(folder, f"{escaped}[{name[-1]}]")
     if fmt == "csv":
         reader = (reader.option("header", "true").option("mode", "PERMISSIVE")
                   .option("escape", '"'))
