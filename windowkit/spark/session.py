@@ -90,16 +90,24 @@ def windowkit_session(
     if active is not None and master is None and not extra_conf:
         return active  # keep the caller's session and its configuration as they are
     check_java()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    master = master or os.environ.get("WINDOWKIT_MASTER", "local[*]")
+    submitted = _submitted_master() if master is None else None
+    if submitted is None:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    master = master or submitted or os.environ.get("WINDOWKIT_MASTER", "local[*]")
     if shuffle_partitions is None and master.startswith("local"):
         # every streaming micro-batch pays a fixed cost per state-store partition: one per core
         shuffle_partitions = os.cpu_count() or 2
+    builder = SparkSession.builder
+    if submitted is None:
+        # under spark-submit, its --master, driver memory and Python (PYSPARK_PYTHON, e.g. a
+        # shipped environment's) stand: options set here would override them
+        builder = (builder.master(master).config("spark.pyspark.python", sys.executable)
+                   .config("spark.driver.memory",
+                           os.environ.get("WINDOWKIT_DRIVER_MEMORY", "4g")))
     builder = (
-        SparkSession.builder.master(master)
+        builder
         .appName(app_name)
-        .config("spark.pyspark.python", sys.executable)
         .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
@@ -111,7 +119,6 @@ def windowkit_session(
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", os.environ.get("WINDOWKIT_DRIVER_MEMORY", "4g"))
     )
     if shuffle_partitions:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
@@ -136,6 +143,20 @@ def windowkit_session(
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("OFF" if quiet else "ERROR")
     return spark
+
+
+def _submitted_master() -> str | None:
+    """The ``--master`` of ``spark-submit`` when this driver was started by it, else None.
+
+    spark-submit starts the JVM first and hands this process its gateway (the
+    ``PYSPARK_GATEWAY_PORT`` variable); the JVM's configuration then holds ``spark.master``.
+    """
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return None
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()
+    return SparkConf().get("spark.master", None)
 
 
 @contextlib.contextmanager
