@@ -100,6 +100,11 @@ MISTAKES = [
     ('[steps.around]', '[steps.rejected]', "[steps.rejected]", "a name is a letter"),
     ('["10 minutes", "5 minutes"]', '["10 minutes", "7 minutes"]', "[steps.levels]",
      "range 10 minutes must be a whole multiple of its slide 7 minutes"),
+    # nothing is written outside the output folder, over a step's rows, or over a source
+    ('path = "frames_csv"', 'path = "../victim"', "../victim", "must be a relative path inside"),
+    ('report = ""', 'report = "/tmp/precious.txt"', "precious", "must be a relative path"),
+    ('path = "frames_csv"', 'path = "levels"', 'path = "levels"',
+     "would be written over step 'levels'"),
 ]
 
 
@@ -116,6 +121,19 @@ def test_a_mistake_in_a_pipeline_file_is_one_line_with_its_file_and_line(folder,
     assert "\n" not in message
     assert message.startswith(f"{path}:{_line_of(text, line_with)}: "), message
     assert says in message
+
+
+def test_a_run_never_writes_where_a_source_lies(folder):
+    text = GOOD.replace('output = "out"', 'output = "."').replace('path = "frames_csv"',
+                                                                 'path = "routers.csv"')
+    path = _write(folder, text, "overlap.toml")
+    before = (folder / "routers.csv").read_text()
+    with pytest.raises(PipelineError) as caught:
+        check_pipeline_inputs(load_pipeline(path), overwrite=True)
+    line = _line_of(text, 'path = "routers.csv"')  # the source's path
+    assert str(caught.value).startswith(f"{path}:{line}: source 'routers' ")
+    assert "overlaps where the run writes sink 'frames_csv'" in str(caught.value)
+    assert (folder / "routers.csv").read_text() == before
 
 
 def test_the_cli_reports_a_broken_file_in_one_line_and_exits_2_before_spark(folder):

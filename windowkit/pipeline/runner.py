@@ -65,12 +65,50 @@ def check_pipeline_inputs(pipeline: Pipeline, overwrite: bool = False) -> dict[s
         _check_step_columns(pipeline, step, infos)
         if step.function == "custom_frames":
             _import_object(pipeline, step, "framing")
+    _check_sources_apart(pipeline)
     try:
         check_output(pipeline.output, overwrite)
     except ValueError as exc:
         msg = f"{pipeline.where('pipeline', 'output')}: {str(exc).replace('`--output`', 'output')}"
         raise PipelineError(msg) from exc
     return infos
+
+
+def write_targets(pipeline: Pipeline) -> dict[str, str]:
+    """Every path a run writes (what it is -> the path): the steps' folders, the rejected rows,
+    the checkpoints, the sinks and the report.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> p = NS(output="/o", checkpoint="/o/_checkpoints", steps=[NS(name="f")], sinks={},
+    ...        report="report.html")
+    >>> write_targets(p)["step 'f'"], write_targets(p)["the report"]
+    ('/o/f', '/o/report.html')
+    """
+    targets = {f"step {s.name!r}": os.path.join(pipeline.output, s.name) for s in pipeline.steps}
+    targets["the rejected rows"] = os.path.join(pipeline.output, REJECTED_DIR)
+    targets["the checkpoints"] = pipeline.checkpoint
+    targets.update({f"sink {name!r}": os.path.join(pipeline.output, sink.path)
+                    for name, sink in pipeline.sinks.items() if sink.path})
+    if pipeline.report:
+        targets["the report"] = os.path.join(pipeline.output, pipeline.report)
+    return targets
+
+
+def _check_sources_apart(pipeline: Pipeline) -> None:
+    """No source lies in what the run writes (nor holds it): writing would replace it."""
+    for name, source in pipeline.sources.items():
+        if is_remote(source.path) or source.format == "kafka":
+            continue
+        read = os.path.realpath(source.path)
+        for what, target in write_targets(pipeline).items():
+            written = os.path.realpath(target)
+            if os.path.commonpath([read, written]) in (read, written):
+                msg = (f"{pipeline.where('sources', name, 'path')}: source {name!r} "
+                       f"({source.path}) overlaps where the run writes {what} ({target}); "
+                       "choose another output or name")
+                raise PipelineError(msg)
 
 
 def _check_source(pipeline: Pipeline, name: str, source: SourceSection) -> InputInfo:

@@ -43,7 +43,7 @@ from windowkit.pipeline.functions import (
 )
 from windowkit.pipeline.locate import KeyLines
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]*$")
 RESERVED_NAMES = ("rejected", "_checkpoints", "report")
 
 
@@ -204,6 +204,7 @@ def load_pipeline(path: str, output: str | None = None) -> Pipeline:
     steps = _steps(pipeline, document.steps)
     pipeline = Pipeline(**{**pipeline.__dict__, "steps": steps})
     _check_sinks(pipeline)
+    _check_inside_output(pipeline)
     return pipeline
 
 
@@ -287,8 +288,8 @@ def _check_names(pipeline: Pipeline, document: _Document) -> None:
                         ("sinks", document.sinks)):
         for name in names:
             if not _NAME.match(name) or name in RESERVED_NAMES:
-                msg = (f"{pipeline.where(kind, name)}: [{kind}.{name}]: a name is a letter or _ "
-                       f"then letters, digits, _ or -, and not {', '.join(RESERVED_NAMES)}")
+                msg = (f"{pipeline.where(kind, name)}: [{kind}.{name}]: a name is a letter then "
+                       f"letters, digits, _ or -, and not {', '.join(RESERVED_NAMES)}")
                 raise PipelineError(msg)
     both = set(document.sources) & set(document.steps)
     if both:
@@ -398,6 +399,27 @@ def _check_params(pipeline: Pipeline, step: str, function: str, params: dict,
         except (ValueError, TypeError) as exc:
             msg = f"{pipeline.where('steps', step)}: [steps.{step}] ({function}): {exc}"
             raise PipelineError(msg) from exc
+
+
+def _check_inside_output(pipeline: Pipeline) -> None:
+    """The report and the sinks are written inside the output folder, beside the steps'
+    folders and never over them: a path out of it could replace a user's files."""
+    taken = {s.name: f"step {s.name!r}" for s in pipeline.steps}
+    taken.update({name: "windowkit's own folder" for name in RESERVED_NAMES[:2]})
+    targets = [(("pipeline", "report"), "report", pipeline.report)] if pipeline.report else []
+    targets += [(("sinks", name, "path"), f"[sinks.{name}] path", sink.path)
+                for name, sink in pipeline.sinks.items() if sink.format != "console"]
+    for key, what, path in targets:
+        parts = os.path.normpath(path).split(os.sep) if path else []
+        if not path or os.path.isabs(path) or "://" in path or ".." in parts or parts[0] == ".":
+            msg = (f"{pipeline.where(*key)}: {what} {path!r} must be a relative path inside the "
+                   "output folder (a file or folder name, e.g. \"report.html\")")
+            raise PipelineError(msg)
+        if parts[0] in taken:
+            msg = (f"{pipeline.where(*key)}: {what} {path!r} would be written over "
+                   f"{taken[parts[0]]}; choose another name")
+            raise PipelineError(msg)
+        taken[parts[0]] = what
 
 
 def _check_sinks(pipeline: Pipeline) -> None:
