@@ -100,6 +100,13 @@ MISTAKES = [
     ('[steps.around]', '[steps.rejected]', "[steps.rejected]", "a name is a letter"),
     ('["10 minutes", "5 minutes"]', '["10 minutes", "7 minutes"]', "[steps.levels]",
      "range 10 minutes must be a whole multiple of its slide 7 minutes"),
+    # ranges the core checks, located at the key the message names
+    ('value = "loss_rate"', 'value = "loss_rate"\ndistinct_precision = 99', "distinct_precision",
+     "`distinct_precision`"),
+    ('before = "2 minutes"', 'before = "2 minutes"\nstatuses = ["done"]', "statuses",
+     "`statuses` holds frame statuses 'partial' and 'final'; got 'done'"),
+    ('input = "loss_frames"', 'input = "routers"  # a source', "# a source",
+     "fill_frames reads the output of a threshold_frames or"),
     # nothing is written outside the output folder, over a step's rows, or over a source
     ('path = "frames_csv"', 'path = "../victim"', "../victim", "must be a relative path inside"),
     ('report = ""', 'report = "/tmp/precious.txt"', "precious", "must be a relative path"),
@@ -326,3 +333,16 @@ def test_a_single_file_source_is_read_as_a_stream_of_that_file_only(spark, folde
     query.awaitTermination()
     # the folder also holds routers.csv and the runs' outputs: only the named file is read
     assert len(pd.read_parquet(tmp_path / "o")) == len(pd.read_parquet(folder / "routers.parquet"))
+
+
+@pytest.mark.spark
+def test_a_mistake_spark_finds_is_still_one_line_at_its_key(spark, folder):
+    text = GOOD.replace('key = "router"', 'key = "router"\n'
+                        'schema = "router strin, time timestamp, loss_rate double"', 1)
+    path = _write(folder, text, "ddl.toml")
+    pipeline = load_pipeline(path, output=str(folder / "ddl"))
+    with pytest.raises(PipelineError) as caught:
+        PipelineRun(spark, pipeline, check_pipeline_inputs(pipeline),
+                    progress=Progress(stream=io.StringIO())).run()
+    assert str(caught.value).startswith(f"{path}:{_line_of(text, 'strin')}: source 'routers': ")
+    assert "STRIN" in str(caught.value) and "\n" not in str(caught.value)

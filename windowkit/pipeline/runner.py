@@ -149,7 +149,15 @@ def _missing_column(where: str, key: str, column: str, info: InputInfo) -> Pipel
 
 def _check_step_columns(pipeline: Pipeline, step: Step, infos: dict[str, InputInfo]) -> None:
     function = FUNCTIONS[step.function]
-    info = infos.get(step.inputs.get("input", ""))
+    if function.input_from:
+        upstream = next((s for s in pipeline.steps if s.name == step.inputs["input"]), None)
+        if upstream is None or upstream.function not in function.input_from:
+            what = "source" if upstream is None else f"a {upstream.function} step"
+            msg = (f"{pipeline.where('steps', step.name, 'input')}: {step.function} reads the "
+                   f"output of a {' or '.join(function.input_from)} step; `input` names "
+                   f"{step.inputs['input']!r}, {what}")
+            raise PipelineError(msg)
+    info = infos.get(step.inputs.get(function.column_role, ""))
     if info is None or info.columns is None:
         return
     for param in function.columns:
@@ -215,8 +223,16 @@ class PipelineRun:
 
     # -- sources
     def _read_source(self, name: str, source: SourceSection):
+        from pyspark.errors import PySparkException
+
         info = self.infos[name]
-        df = read_source(self.spark, source, info, self.streams[name])
+        try:
+            df = read_source(self.spark, source, info, self.streams[name])
+        except PySparkException as exc:
+            key = "schema" if source.schema_ is not None else "path"
+            text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            msg = f"{self.pipeline.where('sources', name, key)}: source {name!r}: {text}"
+            raise PipelineError(msg) from exc
         rows = None
         if not self.streams[name]:
             with StageProgress(self.spark, self.progress, f"reading {name}"):
@@ -274,24 +290,33 @@ class PipelineRun:
 
     def _call(self, step: Step, function: StepFunction, inputs: dict[str, Any],
               streaming: bool):
-        kwargs = _spark_values(self.pipeline, step, {
-            **self._inherited(step, function, streaming), **step.params})
+        from pyspark.errors import PySparkException
+
         frames = {param: inputs[key] for param, key in function.roles}
         if "input" in step.inputs and step.inputs["input"] in self.pipeline.sources:
             from windowkit.cli.common import check_expression
 
             for param in function.predicates:
                 try:
-                    check_expression(inputs["input"], param, kwargs.get(param))
+                    check_expression(inputs["input"], param, step.params.get(param))
                 except ValueError as exc:
                     where = self.pipeline.where("steps", step.name, param)
                     msg = f"{where}: {str(exc).replace(f'`--{param}`', f'`{param}`')}"
                     raise PipelineError(msg) from exc
         try:
+            kwargs = _spark_values(self.pipeline, step, {
+                **self._inherited(step, function, streaming), **step.params})
             return function.callable()(**frames, **kwargs)
-        except ValueError as exc:
-            msg = f"{self.pipeline.where('steps', step.name)}: step {step.name!r}: {exc}"
-            raise PipelineError(msg) from exc
+        except (ValueError, PySparkException) as exc:
+            raise self._located(step, exc) from exc
+
+    def _located(self, step: Step, exc: Exception) -> PipelineError:
+        """``exc`` as one line at the step's key it names in backticks, else the step."""
+        text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        named = re.search(r"`(\w+)`", text)
+        key = named.group(1) if named and named.group(1) in step.params else None
+        where = self.pipeline.where("steps", step.name, *([key] if key else []))
+        return PipelineError(f"{where}: step {step.name!r}: {text}")
 
     def _inherited(self, step: Step, function: StepFunction, streaming: bool) -> dict[str, Any]:
         """The parameters the step leaves out that its input sources give (time, key, ...;

@@ -38,6 +38,7 @@ from windowkit.pipeline.functions import (
     DURATION_PARAMS,
     FUNCTIONS,
     STEP_KEYS,
+    ZERO_DURATIONS,
     accepted_parameters,
     parameter_model,
 )
@@ -278,6 +279,9 @@ def _close(word: str, accepted: list[str]) -> str:
 def _duration(value: str | int, name: str, allow_rows: bool) -> str:
     from windowkit.core.durations import Duration
 
+    if name in ZERO_DURATIONS and isinstance(value, str) and \
+            value.strip().split(" ")[0] in ("0", "0.0"):
+        return value  # "0 seconds": no reach, as fill_frames takes it
     Duration.parse(value, name, allow_rows=allow_rows)
     return value
 
@@ -397,7 +401,10 @@ def _check_params(pipeline: Pipeline, step: str, function: str, params: dict,
         try:
             CORE_CHECKS[function](params)
         except (ValueError, TypeError) as exc:
-            msg = f"{pipeline.where('steps', step)}: [steps.{step}] ({function}): {exc}"
+            named = re.search(r"`(\w+)`", str(exc))
+            key = named.group(1) if named and named.group(1) in given else None
+            where = pipeline.where("steps", step, *([key] if key else []))
+            msg = f"{where}: [steps.{step}] ({function}): {exc}"
             raise PipelineError(msg) from exc
 
 
