@@ -248,6 +248,9 @@ def test_a_streaming_run_writes_the_same_frames_as_a_batch_run(spark, folder):
     text = text.replace('[steps.loss_frames]', '[sources.table]\npath = "routers.parquet"\n'
                         'time = "time"\nkey = "router"\nstream = false\n\n[steps.loss_frames]')
     text = text.replace('data = "routers"', 'data = "table"')
+    # a step that needs the whole input runs after the streams, over what they wrote
+    text = text.replace('[steps.levels]', '[steps.longest]\nfunction = "longest_frame"\n'
+                        'input = "loss_frames"\n\n[steps.levels]')
     both, summaries = {}, {}
     for mode in ("batch", "stream"):
         pipeline = load_pipeline(_write(folder, text, "s.toml"), output=str(folder / f"s_{mode}"))
@@ -262,7 +265,21 @@ def test_a_streaming_run_writes_the_same_frames_as_a_batch_run(spark, folder):
             assert streamed["batch"].nunique() >= 3  # several micro-batches
         assert _sorted(streamed.drop(columns="batch")).equals(_sorted(both["batch"][name]))
     assert os.path.isdir(folder / "s_stream" / "_checkpoints" / "loss_frames")
+    assert os.path.isdir(folder / "s_stream" / "longest" / "batch=0")
     assert summaries["stream"].mode == "stream" and summaries["batch"].mode == "batch"
+    streamed_longest = pd.read_parquet(folder / "s_stream" / "longest").drop(columns="batch")
+    assert _sorted(streamed_longest).equals(_sorted(pd.read_parquet(folder / "s_batch" /
+                                                                    "longest")))
+    # every folder of a streaming run has its layout: Spark reads the rejected rows whole
+    assert spark.read.parquet(str(folder / "s_stream" / "rejected")).count() == 0
+    # a batch run over a streaming run's output would mix the two layouts
+    pipeline = load_pipeline(str(folder / "s.toml"), output=str(folder / "s_stream"))
+    with pytest.raises(PipelineError, match="holds a streaming run's rows; a batch run would "
+                                            "mix them"):
+        check_pipeline_inputs(pipeline)
+    check_pipeline_inputs(pipeline, overwrite=True)  # replaces them
+    assert not os.path.exists(folder / "s_stream" / "loss_frames")
+    assert not os.path.exists(folder / "s_stream" / "_checkpoints" / "loss_frames")
 
 
 class _Tracker:

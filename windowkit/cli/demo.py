@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     with resources.as_file(resources.files("windowkit.pipelines") / PIPELINE) as shipped:
         shutil.copyfile(shipped, pipeline_file)
     pipeline = load_pipeline(pipeline_file)
-    infos = check_pipeline_inputs(pipeline, overwrite=args.overwrite)
+    infos = check_pipeline_inputs(pipeline, overwrite=args.overwrite, stream=args.stream)
     summary = run_checked(pipeline, infos, args.master, args.stream, args.verbose, progress)
     for line in score_network_day(pipeline.output, day):
         print(line)

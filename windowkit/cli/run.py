@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from windowkit.pipeline.spec import load_pipeline
 
     pipeline = load_pipeline(args.pipeline, output=args.output)
-    infos = check_pipeline_inputs(pipeline, overwrite=args.overwrite)
+    infos = check_pipeline_inputs(pipeline, overwrite=args.overwrite, stream=args.stream)
     if args.check:
         print(f"{args.pipeline}: {len(pipeline.sources)} sources and {len(pipeline.steps)} "
               "steps checked")

@@ -41,9 +41,11 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 # ------------------------------------------------------------------------ before Spark
-def check_pipeline_inputs(pipeline: Pipeline, overwrite: bool = False) -> dict[str, InputInfo]:
+def check_pipeline_inputs(pipeline: Pipeline, overwrite: bool = False,
+                          stream: bool = False) -> dict[str, InputInfo]:
     """What can be checked before Spark starts: each source's path, format and columns, the
-    columns each step names, custom framings, and the output location.
+    columns each step names, custom framings, and the output location (with ``overwrite``,
+    a step's rows and checkpoint from a run of the other kind, batch or stream, are removed).
 
     Examples
     --------
@@ -71,7 +73,37 @@ def check_pipeline_inputs(pipeline: Pipeline, overwrite: bool = False) -> dict[s
     except ValueError as exc:
         msg = f"{pipeline.where('pipeline', 'output')}: {str(exc).replace('`--output`', 'output')}"
         raise PipelineError(msg) from exc
+    _check_layouts(pipeline, streaming_run(pipeline, stream), overwrite)
     return infos
+
+
+def streaming_run(pipeline: Pipeline, stream: bool) -> bool:
+    """Whether a run streams: a source is a stream (its own ``stream``, else ``--stream``)."""
+    return any(stream if s.stream is None else s.stream for s in pipeline.sources.values())
+
+
+def _check_layouts(pipeline: Pipeline, streaming: bool, overwrite: bool) -> None:
+    """A step's folder holds one kind of run: a batch run's files, or a stream's ``batch=N``
+    folders (next to its checkpoint). Mixed, readers would see rows twice or not at all."""
+    import shutil
+
+    for step in pipeline.steps:
+        folder = os.path.join(pipeline.output, step.name)
+        if is_remote(folder) or not os.path.isdir(folder):
+            continue
+        names = [n for n in os.listdir(folder) if not n.startswith(("_", "."))]
+        streamed = any(n.startswith("batch=") for n in names)
+        if not names or streamed == streaming:
+            continue
+        if not overwrite:
+            kind, other = ("a streaming", "batch") if streamed else ("a batch", "streaming")
+            msg = (f"{pipeline.where('steps', step.name)}: {folder} holds {kind} run's rows; "
+                   f"a {other} run would mix them: choose another output, or pass "
+                   "--overwrite to replace them")
+            raise PipelineError(msg)
+        for path in (folder, os.path.join(pipeline.output, REJECTED_DIR, f"step={step.name}"),
+                     os.path.join(pipeline.checkpoint, step.name)):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def write_targets(pipeline: Pipeline) -> dict[str, str]:
@@ -196,10 +228,11 @@ class PipelineRun:
         #: run's; a step streams when one of its inputs does (unless it needs a batch).
         self.streams = {name: stream if source.stream is None else source.stream
                         for name, source in pipeline.sources.items()}
+        self.streaming = streaming_run(pipeline, stream)
         self.summary = RunSummary(
             title=pipeline.name, pipeline_path=pipeline.path,
             master=spark.sparkContext.master,
-            mode="stream" if any(self.streams.values()) else "batch",
+            mode="stream" if self.streaming else "batch",
             rejected_path=os.path.join(pipeline.output, REJECTED_DIR))
 
     def run(self) -> RunSummary:
@@ -259,8 +292,11 @@ class PipelineRun:
         if streaming:
             counts = self._stream_step(step, function, result, micro)
         else:
+            # in a streaming run every step's folder has the stream's layout: one batch here
+            where = (output, rejected_at) if not self.streaming else (
+                os.path.join(output, "batch=0"), os.path.join(rejected_at, "batch=0"))
             with StageProgress(self.spark, self.progress, f"step {step.name}"):
-                counts = _write_batch(result, function, output, rejected_at)
+                counts = _write_batch(result, function, *where)
         done = self._batch_view(step.name)
         self.frames[step.name] = done if not streaming else self.spark.readStream.schema(
             done.schema).option("recursiveFileLookup", "true").parquet(output)
@@ -286,7 +322,7 @@ class PipelineRun:
             source = self.pipeline.sources[name]
             return read_source(self.spark, source, self.infos[name], stream=False)
         found = self.spark.read.parquet(os.path.join(self.pipeline.output, name))
-        return found.drop("batch") if self.streams[name] else found
+        return found.drop("batch") if self.streaming else found
 
     def _call(self, step: Step, function: StepFunction, inputs: dict[str, Any],
               streaming: bool):

@@ -198,7 +198,8 @@ def load_pipeline(path: str, output: str | None = None) -> Pipeline:
                for name, source in document.sources.items()}
     pipeline = Pipeline(
         path=path, name=section.name, output=out, report=section.report, master=section.master,
-        checkpoint=(_resolve(folder, section.checkpoint) if section.checkpoint
+        # a checkpoint belongs to one output: --output takes the checkpoints along
+        checkpoint=(_resolve(folder, section.checkpoint) if section.checkpoint and not output
                     else os.path.join(out, "_checkpoints")),
         sources=sources, steps=(), sinks=dict(document.sinks), lines=lines)
     _check_names(pipeline, document)
