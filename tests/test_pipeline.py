@@ -363,3 +363,39 @@ def test_a_mistake_spark_finds_is_still_one_line_at_its_key(spark, folder):
                     progress=Progress(stream=io.StringIO())).run()
     assert str(caught.value).startswith(f"{path}:{_line_of(text, 'strin')}: source 'routers': ")
     assert "STRIN" in str(caught.value) and "\n" not in str(caught.value)
+
+
+HEAD = '[pipeline]\noutput = "o"\n[sources.r]\npath = "r.csv"\ntime = "t"\n'
+MALFORMED = [
+    (HEAD + '[steps.f]\nfunction = ["threshold_frames"]\ninput = "r"\n', 7,
+     "`function` is the name of one function"),
+    ('[pipeline]\noutput = "o"\n# caf\xe9\n'.encode("latin-1"), 3, "not UTF-8 text"),
+    (HEAD + '[[steps]]\nfunction = "x"\n', 6, "one [steps.NAME] table per entry, not [[steps]]"),
+    (HEAD + 'options = {a = {b = 1}}\n[steps.f]\nfunction = "x"\n', 6,
+     "`a` = {'b': 1} in [sources.r]: Input should be a valid string"),
+    (HEAD + '[steps.f]\nfunction = "multi_granular"\ninput = "r"\nlevels = [["10 minutes"]]\n',
+     9, "`levels` = [['10 minutes']] for multi_granular: an entry lacks a value"),
+    (HEAD + '[steps.f]\nfunction = "threshold_frames"\ninput = "r"\nwhn = "x > 1"\n', 9,
+     "has no parameter 'whn' (did you mean 'when'?)"),
+    ('[pipeline]\nname = "x"\n', 1, "[pipeline] needs `output`"),
+    ('', None, "the file needs a [pipeline] section"),
+]
+
+
+@pytest.mark.parametrize(("content", "line", "says"), MALFORMED,
+                         ids=[m[2][:30] for m in MALFORMED])
+def test_a_malformed_file_is_one_located_line_too(tmp_path, content, line, says):
+    (tmp_path / "r.csv").write_text("t,x\n1,2\n")
+    path = tmp_path / "m.toml"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = main(["run", str(path), "--check"])
+    assert code == 2
+    printed = out.getvalue()
+    assert printed.count("\n") == 1
+    assert printed.startswith(f"windowkit: error: {path}{f':{line}' if line else ''}: "), printed
+    assert says in printed

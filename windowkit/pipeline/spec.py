@@ -215,8 +215,14 @@ def _read(path: str) -> str:
         what = "is a directory" if os.path.isdir(path) else "does not exist"
         msg = f"pipeline file {path} {what}"
         raise PipelineError(msg)
-    with open(path, encoding="utf-8") as handle:
-        return handle.read()
+    with open(path, "rb") as handle:
+        data = handle.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        msg = f"{path}:{line}: not UTF-8 text (byte {data[exc.start]:#04x}); save it as UTF-8"
+        raise PipelineError(msg) from exc
 
 
 def _resolve(folder: str, path: str) -> str:
@@ -230,10 +236,32 @@ _SECTION_KEYS = {"pipeline": PipelineSection, "sources": SourceSection, "sinks":
 
 
 def _located(exc: ValidationError, path: str, lines: KeyLines, raw: dict) -> PipelineError:
-    error = exc.errors()[0]
-    loc = tuple(error["loc"])
+    # an unknown key says more than the missing one it may be a typo of
+    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+    error = errors[0]
+    loc = _real_keys(tuple(error["loc"]), raw, missing=error["type"] == "missing")
+    if len(loc) == 1 and isinstance(raw.get(loc[0]), list) and loc[0] in ("sources", "steps",
+                                                                           "sinks"):
+        return PipelineError(f"{path}:{lines.line_of((loc[0], 0))}: write one [{loc[0]}.NAME] "
+                             f"table per entry, not [[{loc[0]}]]")
     where = f"{path}:{lines.line_of(loc)}" if lines.line_of(loc) else path
     return PipelineError(f"{where}: {_describe(error, loc, raw)}")
+
+
+def _real_keys(loc: tuple, raw: Any, missing: bool) -> tuple:
+    """``loc`` up to the keys the file has (pydantic adds the union member it tried), and the
+    key the error says is ``missing``."""
+    kept = []
+    for part in loc:
+        if isinstance(raw, dict) and part in raw or isinstance(raw, list) and isinstance(
+                part, int) and part < len(raw):
+            kept.append(part)
+            raw = raw[part]
+        else:
+            if missing and isinstance(raw, dict):
+                kept.append(part)
+            break
+    return tuple(kept)
 
 
 def _table(loc: tuple) -> str:
@@ -260,7 +288,8 @@ def _describe(error: dict, loc: tuple, raw: dict) -> str:
     if kind in ("too_short",) and len(loc) == 1:
         return f"the file needs at least one [{key}.NAME] table"
     value = _value_at(raw, loc)
-    return f"`{key}` = {value!r} in {_table(loc[:-1] or loc)}: {error['msg']}"
+    text = re.sub(r" or instance of \w+", "", error["msg"])
+    return f"`{key}` = {value!r} in {_table(loc[:-1] or loc)}: {text}"
 
 
 def _value_at(raw: Any, loc: tuple) -> Any:
@@ -318,6 +347,10 @@ def _step(pipeline: Pipeline, name: str, table: dict[str, Any], earlier: list[st
         msg = f"{where}: [steps.{name}] must be a table of the step's function and parameters"
         raise PipelineError(msg)
     function_name = table.get("function")
+    if function_name is not None and not isinstance(function_name, str):
+        msg = (f"{pipeline.where('steps', name, 'function')}: `function` is the name of one "
+               f"function; accepted: {', '.join(FUNCTIONS)}")
+        raise PipelineError(msg)
     if function_name is None:
         msg = f"{where}: [steps.{name}] needs `function`; accepted: {', '.join(FUNCTIONS)}"
         raise PipelineError(msg)
@@ -373,8 +406,10 @@ def _check_params(pipeline: Pipeline, step: str, function: str, params: dict,
     try:
         model.model_validate(params)
     except ValidationError as exc:
-        error = exc.errors()[0]
+        error = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]
         key = error["loc"][0] if error["loc"] else ""
+        if error["type"] == "missing" and len(error["loc"]) > 1:
+            error = {**error, "type": "nested", "msg": "an entry lacks a value"}
         accepted = accepted_parameters(function)
         if error["type"] == "extra_forbidden":
             msg = (f"{pipeline.where('steps', step, key)}: {function} has no parameter "
