@@ -378,6 +378,10 @@ MALFORMED = [
     (HEAD + '[steps.f]\nfunction = "threshold_frames"\ninput = "r"\nwhn = "x > 1"\n', 9,
      "has no parameter 'whn' (did you mean 'when'?)"),
     ('[pipeline]\nname = "x"\n', 1, "[pipeline] needs `output`"),
+    (HEAD + '[steps.f]\nfunction = "widen_detect"\ninput = "r"\nlevels = 1\n', 8,
+     "widen_detect matches system calls: its input needs a `call` column"),
+    (HEAD + 'stream = "yes"\n[steps.f]\nfunction = "x"\n', 6,
+     "`stream` = 'yes' in [sources.r]: Input should be a valid boolean"),
     ('', None, "the file needs a [pipeline] section"),
 ]
 

@@ -142,6 +142,9 @@ class MicroBatchProgress:
         self.spark = spark
         self.progress = progress
         self.step = ""
+        #: The running query's id: a late event of the query before must not take the counts
+        #: of this one's batch of the same number.
+        self.query_id: str | None = None
         self._counts: dict[int, dict[str, int]] = {}
         self._lock = threading.Lock()
         self._listener = _Listener()
@@ -153,6 +156,8 @@ class MicroBatchProgress:
             self._counts[batch_id] = counts
 
     def _on_progress(self, report) -> None:
+        if self.query_id is not None and str(report.id) != self.query_id:
+            return
         with self._lock:
             counts = self._counts.pop(report.batchId, None)
         if counts is None:
@@ -166,8 +171,10 @@ class MicroBatchProgress:
     def flush(self, query) -> None:
         """Print the lines of a stopped query's batches that the listener has not reported
         yet (its events arrive asynchronously), from the query's own progress records."""
+        self.query_id = str(query.id)
         for report in query.recentProgress:
             self._on_progress(report)
+        self.query_id = None
 
     def close(self) -> None:
         """Stop listening; print what was written but not yet reported."""

@@ -167,7 +167,30 @@ def _check_source(pipeline: Pipeline, name: str, source: SourceSection) -> Input
 
 
 def _ddl_columns(ddl: str) -> tuple[str, ...]:
-    return tuple(part.strip().split()[0].strip("`") for part in ddl.split(",") if part.strip())
+    """The top-level column names of a DDL schema string.
+
+    Examples
+    --------
+    >>> _ddl_columns("a decimal(10, 2), b struct<x: int, y: int>, `c d` string")
+    ('a', 'b', 'c d')
+    """
+    fields, depth, current = [], 0, ""
+    for char in ddl:
+        if char in "(<":
+            depth += 1
+        elif char in ")>":
+            depth -= 1
+        if char == "," and depth == 0:
+            fields.append(current)
+            current = ""
+        else:
+            current += char
+    fields.append(current)
+    names = []
+    for field in (f.strip() for f in fields if f.strip()):
+        quoted = re.match(r"`([^`]*)`", field)
+        names.append(quoted.group(1) if quoted else field.split()[0])
+    return tuple(names)
 
 
 def _missing_column(where: str, key: str, column: str, info: InputInfo) -> PipelineError:
@@ -192,6 +215,12 @@ def _check_step_columns(pipeline: Pipeline, step: Step, infos: dict[str, InputIn
     info = infos.get(step.inputs.get(function.column_role, ""))
     if info is None or info.columns is None:
         return
+    if step.function == "widen_detect" and "call" not in info.columns:
+        # a detector matches system calls; without them every row would be a null call
+        msg = (f"{pipeline.where('steps', step.name, 'input')}: widen_detect matches system calls: "
+               f"its input needs a `call` column, which {info.path} does not have; its columns: "
+               f"{', '.join(info.columns)}")
+        raise PipelineError(msg)
     for param in function.columns:
         column = step.params.get(param)
         if isinstance(column, str) and _IDENTIFIER.match(column) and column not in info.columns:
@@ -390,6 +419,7 @@ class PipelineRun:
         query = write_stream_exactly_once(
             result.withColumn(_OUTCOME, _outcome(function)), self.pipeline.output, checkpoint,
             lambda b: split(b.drop(_OUTCOME)), on_batch, count_by=_OUTCOME)
+        micro.query_id = str(query.id)
         query.awaitTermination()
         micro.flush(query)
         return totals

@@ -53,7 +53,8 @@ class PipelineError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # strict: `stream = "yes"` is a mistake, not True
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
 
 class PipelineSection(_Strict):
