@@ -198,17 +198,21 @@ def test_batch_distinct_counts_are_exact_when_small_and_within_four_errors(spark
                          ["count", "distinct"])
 
 
-def run_files(spark, source, sink, checkpoint) -> None:
-    """One run of a file-source query over what ``source`` holds now, to ``sink``."""
-    from windowkit.spark import multi_granular
+def run_files(spark, source, sink, checkpoint, recurring: bool = False) -> None:
+    """One run of a file-source query over what ``source`` holds now, to ``sink``
+    (multi-granular aggregates, or with ``recurring`` the recurring protocols per source)."""
+    from windowkit.spark import multi_granular, recurring_items
 
     schema = spark.read.parquet(str(source)).schema
     # two files per micro-batch: the runs below are then one, one and two micro-batches
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 2).parquet(
         str(source))
-    out = multi_granular(stream, "t", WINDOW, by="source", value="duration",
-                         aggregates=["count", "sum", "max"], distinct="destination",
-                         late="3 seconds")
+    if recurring:
+        out = recurring_items(stream, "t", "protocol", WINDOW, by="source", late="3 seconds")
+    else:
+        out = multi_granular(stream, "t", WINDOW, by="source", value="duration",
+                             aggregates=["count", "sum", "max"], distinct="destination",
+                             late="3 seconds")
     query = (out.writeStream.format("parquet").option("path", str(sink))
              .option("checkpointLocation", str(checkpoint)).outputMode("append")
              .trigger(availableNow=True).start())
@@ -253,3 +257,36 @@ def test_a_query_restarted_on_its_checkpoint_gives_the_rows_of_one_that_ran_thro
     assert len(due) > 20
     assert set(map(tuple, due[BOUNDS].values.tolist())) <= set(
         map(tuple, got[BOUNDS].values.tolist()))
+
+
+def test_recurring_items_restarted_on_its_checkpoint_give_the_rows_of_a_run_through(
+        spark, tmp_path):
+    df = records(seconds=24, seed=6)
+    arrived = shuffled_within(df, 3_000_000, seed=7)
+    write_files(arrived, tmp_path / "all", 4)
+    files = sorted(os.listdir(tmp_path / "all"))
+    os.makedirs(tmp_path / "in")
+    for name in files[:2]:  # the first run sees only part of the input, then stops
+        shutil.copy2(tmp_path / "all" / name, tmp_path / "in" / name)
+    run_files(spark, tmp_path / "in", tmp_path / "out", tmp_path / "ck", recurring=True)
+    first = len(spark.read.parquet(str(tmp_path / "out")).toPandas())
+    for name in files[2:]:  # more files arrive; the query restarts from its checkpoint
+        shutil.copy2(tmp_path / "all" / name, tmp_path / "in" / name)
+    run_files(spark, tmp_path / "in", tmp_path / "out", tmp_path / "ck", recurring=True)
+    restarted = spark.read.parquet(str(tmp_path / "out")).toPandas()
+    run_files(spark, tmp_path / "all", tmp_path / "out2", tmp_path / "ck2", recurring=True)
+    straight = spark.read.parquet(str(tmp_path / "out2")).toPandas()
+    assert 0 < first < len(restarted)
+    columns = [*BOUNDS, "item", "count", "rejected"]
+    restarted = to_core_units(restarted)[columns].sort_values(columns[:-1]).reset_index(
+        drop=True)
+    straight = to_core_units(straight)[columns].sort_values(columns[:-1]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(restarted, straight)
+    # every reported item recurs: it is the core's, for the windows settled in the stream
+    op = RecurringItems(levels=LEVELS)
+    rows = pd.DataFrame({"key": df["source"], "time": df["time"], "item": df["protocol"]})
+    want = pd.concat([op.process(rows), op.finish()], ignore_index=True)
+    got = straight[straight["rejected"].isna()]
+    assert len(got) > 0
+    key = [*BOUNDS, "item", "count"]
+    assert set(map(tuple, got[key].values.tolist())) <= set(map(tuple, want[key].values.tolist()))
