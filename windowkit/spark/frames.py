@@ -82,7 +82,8 @@ def threshold_frames(
         Streaming only: how late a row may arrive (watermark delay). Frames are emitted once
         the watermark passes their rows; rows behind the watermark come out as ``late``.
     shards : int, optional
-        Spark groups the keys are hashed into (default: ``spark.sql.shuffle.partitions``). Keep
+        Spark groups the keys are hashed into (default: one per core on a batch,
+        ``spark.sql.shuffle.partitions`` on a stream). Keep
         it fixed across restarts of a streaming query.
     time_unit : {"s", "ms", "us", "ns"}, optional
         The unit of an integer ``time`` column (required for one); output times are then

@@ -118,7 +118,8 @@ def multi_granular(
     late : str, optional
         Streaming only: the watermark delay; rows behind the watermark come out as ``late``.
     shards : int, optional
-        Spark groups the keys are hashed into (default ``spark.sql.shuffle.partitions``).
+        Spark groups the keys are hashed into (default one per core on a batch,
+        ``spark.sql.shuffle.partitions`` on a stream).
     time_unit : {"s", "ms", "us"}, optional
         Unit of an integer ``time`` column (required for one).
 

@@ -113,7 +113,8 @@ def persistent_items(
         Sliding windows ending at every slot (default), or tumbling windows of
         ``window_slots`` slots (``window_end_slot = k * window_slots + window_slots - 1``).
     shards : int, optional
-        Spark groups the items are hashed into (default ``spark.sql.shuffle.partitions``). Keep
+        Spark groups the items are hashed into (default one per core on a batch,
+        ``spark.sql.shuffle.partitions`` on a stream). Keep
         it fixed for the life of a streaming checkpoint.
     late : str, optional
         Streaming only: watermark delay such as ``"1 minute"``.
@@ -173,7 +174,9 @@ def persistent_items(
     if delta is not None:
         check_in_range("delta", delta, 0, 1, low_open=True, high_open=True)
     if shards is None:
-        shards = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+        from windowkit.spark.adapter import default_shards
+
+        shards = default_shards(df)
     shards = check_int("shards", shards, 1)
     item_type = df.schema[item].dataType
     integral = isinstance(item_type, T.IntegralType)

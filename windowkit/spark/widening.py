@@ -71,7 +71,8 @@ def widen_detect(
         Streaming only: how late a row may arrive (watermark delay); later rows come out as
         ``late``.
     shards : int, optional
-        Spark groups the keys are hashed into (default ``spark.sql.shuffle.partitions``); keep
+        Spark groups the keys are hashed into (default one per core on a batch,
+        ``spark.sql.shuffle.partitions`` on a stream); keep
         it fixed across restarts of a streaming query.
     time_unit : {"s", "ms", "us", "ns"}, optional
         What an integer ``time`` counts, for adapters that ask for it; the time columns of the
