@@ -219,23 +219,30 @@ def run_files(spark, source, sink, checkpoint, recurring: bool = False) -> None:
     query.awaitTermination()
 
 
-def test_a_query_restarted_on_its_checkpoint_gives_the_rows_of_one_that_ran_through(
-        spark, tmp_path):
-    df = records(seconds=24, seed=4)
-    arrived = shuffled_within(df, 3_000_000, seed=5)
+def restarted_and_straight(spark, tmp_path, arrived: pd.DataFrame, recurring: bool = False):
+    """The rows of a query run over half the files, then restarted from its checkpoint when
+    the rest arrive, and those of one run over all of them; and the first run's row count."""
     write_files(arrived, tmp_path / "all", 4)
     files = sorted(os.listdir(tmp_path / "all"))
     os.makedirs(tmp_path / "in")
     for name in files[:2]:  # the first run sees only part of the input, then stops
         shutil.copy2(tmp_path / "all" / name, tmp_path / "in" / name)
-    run_files(spark, tmp_path / "in", tmp_path / "out", tmp_path / "ck")
+    run_files(spark, tmp_path / "in", tmp_path / "out", tmp_path / "ck", recurring)
     first = len(spark.read.parquet(str(tmp_path / "out")).toPandas())
     for name in files[2:]:  # more files arrive; the query restarts from its checkpoint
         shutil.copy2(tmp_path / "all" / name, tmp_path / "in" / name)
-    run_files(spark, tmp_path / "in", tmp_path / "out", tmp_path / "ck")
+    run_files(spark, tmp_path / "in", tmp_path / "out", tmp_path / "ck", recurring)
     restarted = spark.read.parquet(str(tmp_path / "out")).toPandas()
-    run_files(spark, tmp_path / "all", tmp_path / "out2", tmp_path / "ck2")
+    run_files(spark, tmp_path / "all", tmp_path / "out2", tmp_path / "ck2", recurring)
     straight = spark.read.parquet(str(tmp_path / "out2")).toPandas()
+    return first, restarted, straight
+
+
+def test_a_query_restarted_on_its_checkpoint_gives_the_rows_of_one_that_ran_through(
+        spark, tmp_path):
+    df = records(seconds=24, seed=4)
+    arrived = shuffled_within(df, 3_000_000, seed=5)
+    first, restarted, straight = restarted_and_straight(spark, tmp_path, arrived)
     assert 0 < first < len(restarted)
     columns = [*BOUNDS, "count", "sum", "max", "distinct_destination", "rejected"]
     restarted = to_core_units(restarted)[columns].sort_values(BOUNDS).reset_index(drop=True)
@@ -263,19 +270,8 @@ def test_recurring_items_restarted_on_its_checkpoint_give_the_rows_of_a_run_thro
         spark, tmp_path):
     df = records(seconds=24, seed=6)
     arrived = shuffled_within(df, 3_000_000, seed=7)
-    write_files(arrived, tmp_path / "all", 4)
-    files = sorted(os.listdir(tmp_path / "all"))
-    os.makedirs(tmp_path / "in")
-    for name in files[:2]:  # the first run sees only part of the input, then stops
-        shutil.copy2(tmp_path / "all" / name, tmp_path / "in" / name)
-    run_files(spark, tmp_path / "in", tmp_path / "out", tmp_path / "ck", recurring=True)
-    first = len(spark.read.parquet(str(tmp_path / "out")).toPandas())
-    for name in files[2:]:  # more files arrive; the query restarts from its checkpoint
-        shutil.copy2(tmp_path / "all" / name, tmp_path / "in" / name)
-    run_files(spark, tmp_path / "in", tmp_path / "out", tmp_path / "ck", recurring=True)
-    restarted = spark.read.parquet(str(tmp_path / "out")).toPandas()
-    run_files(spark, tmp_path / "all", tmp_path / "out2", tmp_path / "ck2", recurring=True)
-    straight = spark.read.parquet(str(tmp_path / "out2")).toPandas()
+    first, restarted, straight = restarted_and_straight(spark, tmp_path, arrived,
+                                                        recurring=True)
     assert 0 < first < len(restarted)
     columns = [*BOUNDS, "item", "count", "rejected"]
     restarted = to_core_units(restarted)[columns].sort_values(columns[:-1]).reset_index(
