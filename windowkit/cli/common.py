@@ -236,13 +236,27 @@ def read_input(spark, args: argparse.Namespace, info: InputInfo, schema=None):
     """
     if getattr(args, "stream", False):
         if schema is None:
-            schema = _read(spark.read, info, None).schema
+            schema = read_with(spark.read, info, None).schema
         reader = spark.readStream.option("maxFilesPerTrigger", args.max_files_per_trigger)
-        return _read(reader, info, schema)
-    return _read(spark.read, info, schema)
+        return read_with(reader, info, schema)
+    return read_with(spark.read, info, schema)
 
 
-def _read(reader, info: InputInfo, schema):
+def read_with(reader, info: InputInfo, schema):
+    """Read ``info.path`` in its format with a batch or stream ``reader``: CSV with a header and
+    standard quoting, CSV and JSON permissively (a malformed line stays in
+    ``_corrupt_record``), the schema inferred unless given.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from windowkit.spark import windowkit_session
+    >>> spark = windowkit_session()
+    >>> path = os.path.join(tempfile.mkdtemp(), "r.csv")
+    >>> _ = open(path, "w").write('a,b\\n1,"say ""hi"" now"\\n')
+    >>> read_with(spark.read, InputInfo(path, "csv", None), None).first()
+    Row(a=1, b='say "hi" now')
+    """
     if schema is not None:
         reader = reader.schema(schema)
     if info.format == "csv":

@@ -107,11 +107,10 @@ def _shells(step: str):
 def _dos(levels: pd.DataFrame, day: NetworkDay) -> Score:
     minute = levels[levels["level"] == 0]
     found = 0
-    for dos in day.dos.itertuples():
-        top = minute.loc[minute["count"].idxmax()] if len(minute) else None
-        if top is not None and top["src"] == dos.src and top["window_start"] < dos.end \
-                and dos.start < top["window_end"]:
-            found += 1
+    if len(minute):
+        top = minute.loc[minute["count"].idxmax()]
+        found = sum(top["src"] == dos.src and top["window_start"] < dos.end
+                    and dos.start < top["window_end"] for dos in day.dos.itertuples())
     return Score("traffic_levels", "DoS bursts (busiest 1-minute window)", found, len(day.dos))
 
 

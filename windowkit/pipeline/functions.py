@@ -10,8 +10,6 @@ parameters default to the input's time and key column) is declared once per func
 
 from __future__ import annotations
 
-import collections.abc
-import datetime as dt
 import importlib
 import inspect
 import typing
@@ -266,13 +264,5 @@ def accepted_parameters(name: str) -> list[str]:
     return sorted(parameter_model(name).model_fields)
 
 
-def is_sequence_type(annotation: Any) -> bool:
-    """Whether a parameter's annotation admits a list (TOML arrays become lists)."""
-    origin = typing.get_origin(annotation)
-    if origin in (list, tuple, collections.abc.Sequence):
-        return True
-    return any(is_sequence_type(arg) for arg in typing.get_args(annotation))
-
-
-__all__ = ["DURATION_PARAMS", "FUNCTIONS", "STEP_KEYS", "StepFunction", "accepted_parameters",
-           "parameter_model", "dt"]
+__all__ = ["CORE_CHECKS", "DURATION_PARAMS", "FUNCTIONS", "STEP_KEYS", "ZERO_DURATIONS",
+           "StepFunction", "accepted_parameters", "parameter_model"]

@@ -30,10 +30,18 @@ from windowkit.cli.common import (
     format_of,
     inspect_input,
     is_remote,
+    read_with,
 )
 from windowkit.pipeline.functions import FUNCTIONS, StepFunction
 from windowkit.pipeline.progress import REJECTION_REASONS, MicroBatchProgress, StageProgress
-from windowkit.pipeline.spec import Pipeline, PipelineError, SourceSection, Step
+from windowkit.pipeline.spec import (
+    Pipeline,
+    PipelineError,
+    SourceSection,
+    Step,
+    inherited_params,
+    key_named,
+)
 from windowkit.report.model import RunSummary, SourceRun, StepRun
 
 REJECTED_DIR = "rejected"
@@ -340,7 +348,8 @@ class PipelineRun:
         return StepRun(name=step.name, function=step.function, params=dict(step.params),
                        inputs=batch_inputs, input_names=dict(step.inputs), result=done,
                        rejected=rejected, rows_out=rows_out, elapsed_s=elapsed, output=output,
-                       inherited=self._inherited(step, function, streaming),
+                       inherited=inherited_params(self.pipeline, step.function, step.inputs,
+                                                  step.params, streaming),
                        description=step.description)
 
     def _batch_view(self, name: str):
@@ -369,8 +378,8 @@ class PipelineRun:
                     msg = f"{where}: {str(exc).replace(f'`--{param}`', f'`{param}`')}"
                     raise PipelineError(msg) from exc
         try:
-            kwargs = _spark_values(self.pipeline, step, {
-                **self._inherited(step, function, streaming), **step.params})
+            kwargs = _spark_values(self.pipeline, step, {**inherited_params(
+                self.pipeline, step.function, step.inputs, step.params, streaming), **step.params})
             return function.callable()(**frames, **kwargs)
         except (ValueError, PySparkException) as exc:
             raise self._located(step, exc) from exc
@@ -378,23 +387,8 @@ class PipelineRun:
     def _located(self, step: Step, exc: Exception) -> PipelineError:
         """``exc`` as one line at the step's key it names in backticks, else the step."""
         text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        named = re.search(r"`(\w+)`", text)
-        key = named.group(1) if named and named.group(1) in step.params else None
-        where = self.pipeline.where("steps", step.name, *([key] if key else []))
+        where = self.pipeline.where("steps", step.name, *key_named(text, step.params))
         return PipelineError(f"{where}: step {step.name!r}: {text}")
-
-    def _inherited(self, step: Step, function: StepFunction, streaming: bool) -> dict[str, Any]:
-        """The parameters the step leaves out that its input sources give (time, key, ...;
-        the watermark delay as ``late`` only on a stream)."""
-        inherited = {}
-        for param, (role, attribute) in function.from_input.items():
-            if param in step.params or (attribute == "watermark" and not streaming):
-                continue
-            source = self.pipeline.sources.get(step.inputs.get(role, ""))
-            value = None if source is None else getattr(source, attribute)
-            if value is not None:
-                inherited[param] = value
-        return inherited
 
     def _stream_step(self, step: Step, function: StepFunction, result,
                      micro: MicroBatchProgress) -> dict[str, int]:
@@ -527,10 +521,9 @@ def read_source(spark, source: SourceSection, info: InputInfo, stream: bool):
     if schema is None and stream:
         schema = read_source(spark, source, info, stream=False).schema
     if schema is not None:
-        reader = reader.schema(schema)
+        reader = reader.schema(schema)  # read_with then infers nothing
     for key, value in source.options.items():
         reader = reader.option(key, str(value).lower() if isinstance(value, bool) else value)
-    fmt = info.format or format_of(source.path)
     path = source.path
     if stream and not is_remote(path) and os.path.isfile(path):
         # a file stream reads a folder or a glob: a glob matching this file only, so that
@@ -538,15 +531,8 @@ def read_source(spark, source: SourceSection, info: InputInfo, stream: bool):
         folder, name = os.path.split(path)
         escaped = re.sub(r"([*?\[\]{}])", r"[\1]", name[:-1])
         path = os.path.join(folder, f"{escaped}[{name[-1]}]")
-    if fmt == "csv":
-        reader = (reader.option("header", "true").option("mode", "PERMISSIVE")
-                  .option("escape", '"'))
-        if schema is None:
-            reader = reader.option("inferSchema", "true")
-        return reader.csv(path)
-    if fmt == "json":
-        return reader.option("mode", "PERMISSIVE").json(path)
-    return reader.parquet(path)
+    return read_with(reader, InputInfo(path, info.format or format_of(source.path), None),
+                     None)
 
 
 def _read_kafka(spark, source: SourceSection, stream: bool):

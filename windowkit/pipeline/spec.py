@@ -364,13 +364,9 @@ def _step(pipeline: Pipeline, name: str, table: dict[str, Any], earlier: list[st
     inputs = {}
     for role in function.role_keys:
         inputs[role] = _input(pipeline, name, role, table.get(role), earlier, every_step)
-    params = {k: v for k, v in table.items() if k not in (*STEP_KEYS, *function.role_keys)}
-    given = dict(params)
-    for param, (role, attribute) in function.from_input.items():
-        if param not in params:
-            value = _inherited(pipeline, inputs[role], attribute)
-            if value is not None and param in parameter_model(function_name).model_fields:
-                params[param] = value
+    given = {k: v for k, v in table.items() if k not in (*STEP_KEYS, *function.role_keys)}
+    params = {**inherited_params(pipeline, function_name, inputs, given, streaming=True),
+              **given}
     _check_params(pipeline, name, function_name, params, given)
     return Step(name=name, function=function_name, inputs=inputs, params=given,
                 line=pipeline.lines.line_of(("steps", name)),
@@ -394,11 +390,41 @@ def _input(pipeline: Pipeline, step: str, role: str, value: Any, earlier: list[s
     return value
 
 
-def _inherited(pipeline: Pipeline, name: str, attribute: str):
-    source = pipeline.sources.get(name)
-    if source is None:
-        return None  # a step's output: its columns are the function's, not a source's
-    return getattr(source, attribute)
+def inherited_params(pipeline: Pipeline, function: str, inputs: dict[str, str],
+                     given: dict[str, Any], streaming: bool) -> dict[str, Any]:
+    """The parameters a step leaves out that its input sources give (``time``, ``by`` from
+    the key, ``time_unit``; the watermark delay as ``late`` only on a stream). A step's output
+    as input gives none: its columns are the function's, not a source's.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> p = NS(sources={"r": NS(time="t", key="router", time_unit=None, watermark="2 min")})
+    >>> inherited_params(p, "threshold_frames", {"input": "r"}, {"by": "x"}, streaming=False)
+    {'time': 't'}
+    """
+    inherited = {}
+    for param, (role, attribute) in FUNCTIONS[function].from_input.items():
+        if param in given or (attribute == "watermark" and not streaming):
+            continue
+        source = pipeline.sources.get(inputs.get(role, ""))
+        value = None if source is None else getattr(source, attribute)
+        if value is not None and param in parameter_model(function).model_fields:
+            inherited[param] = value
+    return inherited
+
+
+def key_named(message: str, keys: Any) -> list[str]:
+    """The key of ``keys`` that an error message names in backticks, as a one-item list (for
+    :meth:`Pipeline.where`), or an empty one.
+
+    Examples
+    --------
+    >>> key_named("`alpha` must be in (0, 1]; got 2", {"alpha": 2}), key_named("no", {})
+    (['alpha'], [])
+    """
+    named = re.search(r"`(\w+)`", message)
+    return [named.group(1)] if named and named.group(1) in keys else []
 
 
 def _check_params(pipeline: Pipeline, step: str, function: str, params: dict,
@@ -438,9 +464,7 @@ def _check_params(pipeline: Pipeline, step: str, function: str, params: dict,
         try:
             CORE_CHECKS[function](params)
         except (ValueError, TypeError) as exc:
-            named = re.search(r"`(\w+)`", str(exc))
-            key = named.group(1) if named and named.group(1) in given else None
-            where = pipeline.where("steps", step, *([key] if key else []))
+            where = pipeline.where("steps", step, *key_named(str(exc), given))
             msg = f"{where}: [steps.{step}] ({function}): {exc}"
             raise PipelineError(msg) from exc
 
