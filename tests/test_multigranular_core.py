@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from windowkit.core.multigranular import (
+    CELL_COLUMNS,
     MultiGranularAggregator,
     MultiGranularSpec,
     RecurringItems,
@@ -211,6 +212,41 @@ def test_pre_aggregated_cells_give_the_same_reports():
     pre = MultiGranularAggregator(levels=levels, aggregates=ALL, regression=True)
     got = pd.concat([pre.process(cells), pre.finish()])
     assert_same_reports(got, want, [*ALL, "slope", "intercept"])
+
+
+@pytest.mark.parametrize(("aggregates", "regression", "needed"), [
+    (("count", "sum", "mean", "min", "max"), False, 4),
+    (("count", "variance"), False, 6),
+    (("count",), True, 9),
+])
+def test_cells_need_only_the_moments_their_reports_read(aggregates, regression, needed):
+    """Pre-aggregated cells may leave out the moments these reports never read: the reports
+    equal those of raw rows; a column they do read is refused by name when missing."""
+    levels = [(4, 1), (12, 2)]
+    rng = np.random.default_rng(5)
+    t = np.sort(rng.integers(0, 60, 300))
+    df = pd.DataFrame({"key": rng.choice(["a", "b", "c"], 300), "time": t,
+                       "value": rng.normal(size=300)})
+    kwargs = {"levels": levels, "aggregates": aggregates, "regression": regression,
+              "weights": [1.0, 0.5]}
+    raw = MultiGranularAggregator(**kwargs)
+    want = pd.concat([raw.process(df), raw.finish()])
+    assert raw.config.cell_columns == CELL_COLUMNS[:needed]
+    cells = df.groupby(["key", "time"]).agg(
+        cell_n=("value", "size"), cell_sum=("value", "sum"), cell_min=("value", "min"),
+        cell_max=("value", "max"), cell_mean=("value", "mean"),
+        cell_m2=("value", lambda v: float(((v - v.mean()) ** 2).sum()))).reset_index()
+    cells["cell_t_mean"] = cells["cell_t_m2"] = cells["cell_tv"] = 0.0
+    cells = cells.sort_values("time", kind="stable")[["key", "time",
+                                                      *CELL_COLUMNS[:needed]]]
+    pre = MultiGranularAggregator(**kwargs)
+    got = pd.concat([pre.process(cells), pre.finish()])
+    columns = [c for c in want.columns if c not in ("key", "level", "range", "slide",
+                                                   "window_start", "window_end")]
+    assert_same_reports(got, want, columns)
+    short = cells.drop(columns=[CELL_COLUMNS[needed - 1]])
+    with pytest.raises(ValueError, match=CELL_COLUMNS[needed - 1]):
+        MultiGranularAggregator(**kwargs).process(short)
 
 
 @pytest.mark.parametrize(("clause", "message"), [

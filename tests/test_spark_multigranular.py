@@ -105,12 +105,44 @@ def test_batch_equals_core_with_bad_rows_set_aside(spark):
                                atol=1e-9)
 
 
+def test_plain_aggregates_set_aside_every_bad_row_once(spark):
+    """Plain aggregates pre-aggregate fewer moments in the JVM, and bad rows ride through the
+    same aggregation: two identical bad rows are two rejected rows, each with its JSON."""
+    from windowkit.spark import multi_granular, split_reports
+
+    df = records(seed=4)
+    sdf = spark_frame(spark, df)
+    when = dt.datetime(2023, 11, 14, 22, 13, 21, tzinfo=dt.UTC)
+    bad = spark.createDataFrame([("9", when, float("nan"), "x", 1),
+                                 ("9", when, float("nan"), "x", 1),
+                                 ("8", None, 2.0, "y", 2)], sdf.schema)
+    plain = ["count", "sum", "mean", "min", "max"]
+    out = multi_granular(sdf.unionByName(bad), "t", WINDOW, by="source", value="duration",
+                         aggregates=plain)
+    reports, rejected = split_reports(out)
+    details = sorted(r["detail"] for r in rejected.collect())
+    assert details == sorted([
+        '{"source":"8","duration":2.0,"protocol":"y","destination":2}',
+        '{"source":"9","t":"2023-11-14T22:13:21.000Z","duration":"NaN","protocol":"x",'
+        '"destination":1}',
+        '{"source":"9","t":"2023-11-14T22:13:21.000Z","duration":"NaN","protocol":"x",'
+        '"destination":1}'])
+    assert rejected.filter("rejected = 'malformed'").count() == 3
+    assert_equal_reports(to_core_units(reports.toPandas()), core_reports(df, aggregates=plain),
+                         plain)
+
+
 def test_recurring_items_batch_equals_core(spark):
     from windowkit.spark import recurring_items, split_reports
 
     df = records(seed=1)
-    out, _ = split_reports(recurring_items(spark_frame(spark, df), "t", "protocol", WINDOW,
-                                           by="source"))
+    sdf = spark_frame(spark, df)
+    bad = spark.createDataFrame([("9", None, 1.0, "x", 1), ("9", None, 1.0, "x", 1),
+                                 ("7", dt.datetime(2023, 11, 14, tzinfo=dt.UTC), 1.0, None, 3)],
+                                sdf.schema)
+    out, rejected = split_reports(recurring_items(sdf.unionByName(bad), "t", "protocol",
+                                                  WINDOW, by="source"))
+    assert rejected.filter("rejected = 'malformed'").count() == 3
     got = to_core_units(out.toPandas())
     op = RecurringItems(levels=LEVELS)
     rows = pd.DataFrame({"key": df["source"], "time": df["time"], "item": df["protocol"]})

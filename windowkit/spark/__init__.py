@@ -12,6 +12,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from windowkit.spark.python_worker import install_zip_directory_cache
+
+# Spark's Python workers unpickle windowkit's functions, so they import this package before
+# their next task's cache invalidation: see windowkit.spark.python_worker.
+install_zip_directory_cache()
+
 _MODULE_OF = {
     "estimate_frequency": "countmin",
     "heavy_hitters": "countmin",

@@ -85,6 +85,10 @@ CELL_HLL = "cell_hll"
 #: moments relative to the granule's end instant, in µs).
 CELL_COLUMNS = ("cell_n", "cell_sum", "cell_min", "cell_max", "cell_mean", "cell_m2",
                 "cell_t_mean", "cell_t_m2", "cell_tv")
+#: How many leading :data:`CELL_COLUMNS` each kind of report reads: count, sum, mean, min,
+#: max and the decayed aggregates need the first four; variance and stddev the value's
+#: moments too; regression all of them.
+_CELLS_PLAIN, _CELLS_VARIANCE, _CELLS_REGRESSION = 4, 6, len(CELL_COLUMNS)
 REPORT_COLUMNS = [(KEY, "string"), ("level", "int64"), ("range", "int64"), ("slide", "int64"),
                   ("window_start", "timestamp"), ("window_end", "timestamp")]
 
@@ -134,6 +138,25 @@ class AggregatorConfig:
                 if not isinstance(x, (int, float)) or not np.isfinite(x) or x < 0:
                     msg = f"`weights[{k}]` must be a finite number >= 0; got {x!r}"
                     raise ValueError(msg)
+
+    @property
+    def cell_columns(self) -> tuple[str, ...]:
+        """The :data:`CELL_COLUMNS` that pre-aggregated input must give for these reports;
+        the others may be left out (a pre-aggregation then computes less).
+
+        Examples
+        --------
+        >>> spec = MultiGranularSpec.from_levels([("1 minute", "1 second")])
+        >>> AggregatorConfig(spec, aggregates=("count", "mean")).cell_columns
+        ('cell_n', 'cell_sum', 'cell_min', 'cell_max')
+        >>> len(AggregatorConfig(spec, regression=True).cell_columns)
+        9
+        """
+        if self.regression:
+            return CELL_COLUMNS[:_CELLS_REGRESSION]
+        if {"variance", "stddev"} & set(self.aggregates):
+            return CELL_COLUMNS[:_CELLS_VARIANCE]
+        return CELL_COLUMNS[:_CELLS_PLAIN]
 
     @property
     def effective_spec(self) -> MultiGranularSpec:
@@ -319,12 +342,25 @@ class MultiGranularAggregator(ChainOperator):
         if self._sketches is not None:
             self._sketch(batch, slot, st.granules(time))
         if CELL_COLUMNS[0] in batch:
-            cells = np.column_stack([batch[c].to_numpy(np.float64) for c in CELL_COLUMNS])
-            reports = st.fold_cells(slot, time, cells, frontier)
+            reports = st.fold_cells(slot, time, self._cells(batch), frontier)
         else:
             value = batch[VALUE].to_numpy(np.float64)
             reports = st.fold_rows(slot, time, value, frontier)
         return self._frame(reports)
+
+    def _cells(self, batch: pd.DataFrame) -> np.ndarray:
+        """The input cells as an array of every field; fields these reports never read
+        may be absent from ``batch`` and are zero."""
+        missing = [c for c in self.config.cell_columns if c not in batch]
+        if missing:
+            msg = (f"pre-aggregated input needs the columns {list(self.config.cell_columns)} "
+                   f"for these reports; missing {missing}")
+            raise ValueError(msg)
+        cells = np.zeros((len(batch), len(CELL_COLUMNS)), dtype=np.float64)
+        for i, name in enumerate(CELL_COLUMNS):
+            if name in batch:
+                cells[:, i] = batch[name].to_numpy(np.float64)
+        return cells
 
     def _sketch(self, batch: pd.DataFrame, slot: np.ndarray, granule: np.ndarray) -> None:
         if CELL_HLL in batch:
