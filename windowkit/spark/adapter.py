@@ -109,10 +109,6 @@ class OperatorJob:
         frames: a report of unknown value, which breaks or is bridged like a missing one).
         They travel with the folded code 3 and ``key + NUL + JSON`` in the key column, so the
         common rows pay nothing for them.
-    detail : Column, optional
-        The ``detail`` of a malformed row; default the row's columns as Spark's ``to_json``
-        writes them. A job whose input rows stand for rows of another DataFrame (e.g. cells
-        pre-aggregated from them) gives the original row's JSON here.
     """
 
     factory: Callable[[], StreamOperator]
@@ -121,7 +117,6 @@ class OperatorJob:
     valid: Column | None = None
     folded: str | None = None
     flagged: Column | None = None
-    detail: Column | None = None
 
     def shipped(self) -> list[str]:
         """The inputs that travel as columns of their own."""
@@ -232,8 +227,8 @@ def run_operator(
     if job.flagged is not None and job.folded is None:
         msg = "`flagged` needs a `folded` input (flagged rows travel with the folded code 3)"
         raise ValueError(msg)
-    original = job.detail if job.detail is not None else F.to_json(F.struct(
-        *[F.col(f"`{c}`") for c in df.columns if not c.startswith(INTERNAL_PREFIX)]))
+    original = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns
+                                    if not c.startswith(INTERNAL_PREFIX)]))
     key_text = key_col.cast("string")
     if job.folded is not None:
         # a time too far out to fold is not a real event time

@@ -31,7 +31,6 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from windowkit.core.multigranular import (
-    CELL_COLUMNS,
     AggregatorConfig,
     MultiGranularAggregator,
     RecurringItems,
@@ -54,9 +53,6 @@ _KEY = "wk_mg_key"
 _VALUE = "wk_mg_value"
 _ITEM = "wk_mg_item"
 _GRANULE = "wk_mg_g"
-_BAD = "wk_mg_bad"
-_BAD_ID = "wk_mg_bad_id"
-_SET_ASIDE = (_BAD_ID, _BAD)
 
 
 def multi_granular(
@@ -253,17 +249,17 @@ def recurring_items(
     else:
         good = _good(valid, micros, key_col)
         base = df.select(key_col.alias(_KEY), micros.alias(_T_US), item_col.alias(_ITEM),
-                         *_set_aside(df, good))
+                         good.alias("wk_ok"))
         b0, t0 = effective.finest_slide, effective.origin
-        cells = (base.withColumn(_GRANULE, F.when(F.col(_BAD).isNull(), _granule(t0, b0)))
-                 .groupBy(_KEY, _ITEM, _GRANULE, *_SET_ASIDE)
-                 .agg(F.count(F.lit(1)).alias("cell_n"))
+        cells = (base.filter("wk_ok")
+                 .withColumn(_GRANULE, _granule(t0, b0))
+                 .groupBy(_KEY, _ITEM, _GRANULE).agg(F.count(F.lit(1)).alias("cell_n"))
                  .withColumn(_T_US, F.lit(t0) + F.col(_GRANULE) * F.lit(b0)))
         job = OperatorJob(factory=factory, schema=schema,
-                          inputs={"item": F.col(_ITEM), "cell_n": F.col("cell_n")},
-                          valid=F.col(_BAD).isNull(), detail=F.col(_BAD))
+                          inputs={"item": F.col(_ITEM), "cell_n": F.col("cell_n")})
         out = run_operator(cells, job, time=F.timestamp_micros(F.col(_T_US)), key=_KEY,
                            shards=shards)
+        out = out.unionByName(_rejected(df, good), allowMissingColumns=True)
     return _finish(out, df, by, schema)
 
 
@@ -293,7 +289,7 @@ def _batch_cells(df: DataFrame, micros: Column, key_col: Column, number: Column,
     good = _good(valid, micros, key_col)
     base = df.select(key_col.alias(_KEY), micros.alias(_T_US), number.alias(_VALUE),
                      (F.lit(None).cast("string") if item is None else item).alias(_ITEM),
-                     *_set_aside(df, good))
+                     good.alias("wk_ok"))
     g = F.col(_GRANULE)
     end = F.lit(t0) + g * F.lit(b0)
     dt = (F.col(_T_US) - end).cast("double")  # within (-b0, 0]: doubles stay exact
@@ -304,34 +300,30 @@ def _batch_cells(df: DataFrame, micros: Column, key_col: Column, number: Column,
         "cell_mean": F.avg(v), "cell_m2": F.var_pop(v) * n, "cell_t_mean": F.avg("wk_dt"),
         "cell_t_m2": F.var_pop("wk_dt") * n, "cell_tv": F.covar_pop("wk_dt", v) * n,
     }
-    assert tuple(aggregations) == CELL_COLUMNS
-    # only what the reports read: the moments cost the JVM's aggregation and the transfer
-    # to Python a column each (plain aggregates ran 1.4x faster without them)
+    # only the moments the reports read: each costs the JVM's aggregation a buffer and the
+    # transfer to Python a column
     wanted = config.cell_columns
     sketch = ([F.hll_sketch_agg(_ITEM, config.distinct_precision).alias(CELL_HLL)]
               if config.distinct else [])
-    cells = (base.withColumn(_GRANULE, F.when(F.col(_BAD).isNull(), _granule(t0, b0)))
+    cells = (base.filter("wk_ok").withColumn(_GRANULE, _granule(t0, b0))
              .withColumn("wk_dt", dt)
-             .groupBy(_KEY, _GRANULE, *_SET_ASIDE)
+             .groupBy(_KEY, _GRANULE)
              .agg(*[aggregations[c].alias(c) for c in wanted], *sketch)
              .withColumn(_T_US, end))
     inputs = {c: F.col(c).cast("double") for c in wanted}
     if config.distinct:
         inputs[CELL_HLL] = F.col(CELL_HLL)
-    job = OperatorJob(factory=factory, schema=schema, inputs=inputs,
-                      valid=F.col(_BAD).isNull(), detail=F.col(_BAD))
-    return run_operator(cells, job, time=F.timestamp_micros(F.col(_T_US)), key=_KEY,
-                        shards=shards)
+    job = OperatorJob(factory=factory, schema=schema, inputs=inputs)
+    out = run_operator(cells, job, time=F.timestamp_micros(F.col(_T_US)), key=_KEY,
+                       shards=shards)
+    return out.unionByName(_rejected(df, good), allowMissingColumns=True)
 
 
-def _set_aside(df: DataFrame, good: Column) -> list[Column]:
-    """Columns that carry a bad row through the JVM aggregation, null on good rows: its
-    JSON, and an id that keeps it a group of its own, so it comes out of the adapter as one
-    malformed row. One scan of the input then serves the cells and the rejected rows (a
-    second scan for the rejected rows took a sixth of the job's time)."""
+def _rejected(df: DataFrame, good: Column) -> DataFrame:
+    """Rows set aside before the JVM aggregation, shaped like the adapter's rejected rows."""
     original = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
-    return [F.when(~good, F.monotonically_increasing_id()).alias(_BAD_ID),
-            F.when(~good, original).alias(_BAD)]
+    return df.filter(~good).select(F.lit("malformed").alias(REJECTED),
+                                   original.alias(DETAIL_OUT))
 
 
 def _good(valid: Column, micros: Column, key_col: Column) -> Column:
