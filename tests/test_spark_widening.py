@@ -3,8 +3,12 @@ micro-batches with rows out of order within the watermark and a restart from the
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from windowkit.core.widening import EpisodeDetector, WindowWidening
@@ -132,3 +136,39 @@ def test_streaming_out_of_order_with_restart_equals_the_core(spark, events, tmp_
     run_query(range(2, 3))  # a new query on the same checkpoint: state restored from it
     got = canonical(spark.read.parquet(str(sink)).toPandas())
     pd.testing.assert_frame_equal(got, core_detections(events))
+
+
+def test_late_rows_keep_every_column_of_the_users_row(spark, tmp_path):
+    """The detector's text columns travel once and also carry the late rows' copy of the
+    user's row: a late row's ``detail`` is still exactly Spark's ``to_json`` of it."""
+    from pyspark.sql import functions as F
+
+    from windowkit.spark import split_detections, widen_detect
+
+    source = tmp_path / "in"
+    source.mkdir()
+    t0 = pd.Timestamp("2024-01-01", tz="UTC")
+    rows = [(t0, 7, "accept", "3", None, "4", "web"),
+            (t0 + pd.Timedelta(minutes=30), 7, "dup", "4", None, "0", "web"),
+            (t0 + pd.Timedelta(minutes=1), 7, "execve", None, "/bin/sh", "0", "db")]
+    names = ["t", "pid", "call", "fd", "exe", "ret", "host"]
+    schema = pa.schema([("t", pa.timestamp("us", tz="UTC")), ("pid", pa.int64()),
+                        *[(name, pa.string()) for name in names[2:]]])
+    for i, row in enumerate(rows):  # one file per micro-batch; the last row is late
+        part = pd.DataFrame([row], columns=names)
+        pq.write_table(pa.Table.from_pandas(part, schema=schema, preserve_index=False),
+                       source / f"p{i}.parquet")
+        os.utime(source / f"p{i}.parquet", (1_700_000_000 + i, 1_700_000_000 + i))
+    schema = spark.read.parquet(str(source)).schema
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(
+        str(source))
+    out = widen_detect(stream, "t", by="pid", detector="remote-shell", base="1 minute",
+                       max_length=8, levels=3, late="1 minute")
+    query = out.writeStream.format("memory").queryName("widening_late_rows").start()
+    query.processAllAvailable()
+    query.stop()
+    _, rejected = split_detections(spark.table("widening_late_rows"))
+    late_row = spark.read.parquet(str(source / "p2.parquet"))
+    expected = late_row.select(F.to_json(F.struct(*late_row.columns))).first()[0]
+    assert [(r["rejected"], r["detail"]) for r in rejected.collect()] == [("late", expected)]
+    assert '"exe":"/bin/sh"' in expected and '"host":"db"' in expected

@@ -249,6 +249,7 @@ def run_operator(
     # there, in Arrow beside the shipped ones: JSON for every row would cost the JVM four
     # times as much, and only the rare late rows are turned into JSON.
     own = _own_columns(df) if df.isStreaming else {}
+    carried = _carriers(own, job)
     prepared = df.select(
         *([shard.cast("int").alias(SHARD)] if explicit_shard else []),
         *([key_col.cast("string").alias(ROUTE)] if route_by == ROUTE else []),
@@ -256,7 +257,8 @@ def run_operator(
         F.when(~malformed, shipped_time).alias(TIME),
         *[job.inputs[name].alias(name) for name in job.shipped()],
         *([F.timestamp_micros(micros).alias(EVENT_TIME)] if df.isStreaming else []),
-        *[column.alias(f"{ORIGINAL_PREFIX}{i}") for i, column in enumerate(own.values())],
+        *[column.alias(carried[name]) for name, column in own.items()
+          if carried[name].startswith(ORIGINAL_PREFIX)],
     )
     schema = job.spark_schema()
     if df.isStreaming:
@@ -278,7 +280,7 @@ def run_operator(
             statefulProcessor=_RunnerProcessor(job.factory, job.shipped(),
                                                job.folded, _own_watermark_delay(df, late),
                                                group_ids, job.flagged is not None,
-                                               list(own)),
+                                               list(carried.items())),
             outputStructType=schema,
             outputMode="Append",
             timeMode="EventTime",
@@ -495,6 +497,15 @@ def _to_arrow(
     return pa.RecordBatch.from_pandas(frame, schema=arrow_schema, preserve_index=False)
 
 
+def _carriers(own: dict[str, Column], job: OperatorJob) -> dict[str, str]:
+    """The column that carries each of the user's columns to the stateful step: a shipped
+    input with the very same expression (the operator's text columns are often the user's
+    own, and each column costs the JVM's Arrow writer per row), else one of its own."""
+    shipped = {str(job.inputs[name]): name for name in job.shipped()}
+    return {name: shipped.get(str(column), f"{ORIGINAL_PREFIX}{i}")
+            for i, (name, column) in enumerate(own.items())}
+
+
 def _own_columns(df: DataFrame) -> dict[str, Column]:
     """The user's columns of ``df`` (not windowkit's own), in a form Arrow carries."""
     own = {}
@@ -513,13 +524,14 @@ _NOT_IN_ARROW = tuple(getattr(T, name) for name in ("CalendarIntervalType", "Var
 
 
 def _late_frame(late: pd.DataFrame, originals: pa.Table | None,
-                names: list[str]) -> pd.DataFrame:
+                carriers: list[tuple[str, str]]) -> pd.DataFrame:
     """Late rows as rejected rows; ``detail`` is the user's row as JSON, as Spark's
-    ``to_json`` writes it for a malformed row."""
+    ``to_json`` writes it for a malformed row (``carriers``: each user column's name and the
+    column of ``originals`` that carries it)."""
     positions = pa.array(late.index.to_numpy(dtype=np.int64))
     records = originals.take(positions).to_pylist() if originals is not None else []
-    details = [spark_json({name: record[f"{ORIGINAL_PREFIX}{i}"]
-                           for i, name in enumerate(names)}) for record in records]
+    details = [spark_json({name: record[column] for name, column in carriers})
+               for record in records]
     return pd.DataFrame({REJECTED: "late", DETAIL_OUT: details})
 
 
@@ -599,11 +611,13 @@ class _RunnerProcessor(StatefulProcessor):
     def __init__(
         self, factory: Callable[[], StreamOperator], shipped: list[str],
         folded: str | None, delay_us: int | None, group_ids: list[int],
-        has_flags: bool = False, originals: list[str] | None = None,
+        has_flags: bool = False, originals: list[tuple[str, str]] | None = None,
     ) -> None:
         self.factory = factory
         self.originals = originals or []
-        self.original_columns = [f"{ORIGINAL_PREFIX}{i}" for i in range(len(self.originals))]
+        # the user's columns that travel on their own (the others ride in shipped inputs)
+        self.original_columns = [column for _, column in self.originals
+                                 if column.startswith(ORIGINAL_PREFIX)]
         self.has_flags = has_flags
         self.shipped = shipped
         self.folded = folded
@@ -647,7 +661,8 @@ class _RunnerProcessor(StatefulProcessor):
         runner = self._load()
         good, rejected = _take_rejected(_unpack_rows(rows),
                                         self.shipped + self.original_columns, self.has_flags)
-        originals = good.select(self.original_columns) if self.original_columns else None
+        carriers = list(dict.fromkeys(column for _, column in self.originals))
+        originals = good.select(carriers) if carriers else None
         good = _arrow_to_frame(good.select([KEY, TIME, *self.shipped]), self.folded)
         # Spark's rule: a row is late if the watermark in force when its micro-batch starts
         # has passed it, so apply this batch's watermark before admitting the rows.

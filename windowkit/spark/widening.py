@@ -123,7 +123,11 @@ def widen_detect(
     for name in detector.columns:
         if name in df.columns:
             column = F.col(f"`{name}`")
-            inputs[name] = column.cast("string") if textual else column.cast("long")
+            # a column already of the type goes as it is, so that a stream's copy of the
+            # user's row for late rows can ride in it (see the adapter)
+            kind = (T.StringType, "string") if textual else (T.LongType, "long")
+            inputs[name] = column if isinstance(df.schema[name].dataType, kind[0]) else (
+                column.cast(kind[1]))
         elif textual:
             inputs[name] = F.lit(None).cast("string")
         else:
