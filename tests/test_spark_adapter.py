@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from windowkit.core.frames import OUTPUT_SCHEMA, ThresholdFramer
 from windowkit.spark.adapter import (
     OperatorJob,
+    _arrow_to_frame,
     _own_watermark_delay,
     run_operator,
     spark_hash_int,
@@ -154,3 +155,20 @@ def test_a_rows_json_from_arrow_is_what_spark_to_json_writes(spark, zone):
     finally:
         spark.conf.set("spark.sql.session.timeZone", before)
     assert got == expected
+
+
+def test_categorical_inputs_reach_the_operator_as_codes_of_their_text():
+    """Inputs a job names ``categorical`` arrive as pandas Categoricals holding the same
+    values (nulls included); the others as plain columns."""
+    import pandas as pd
+    import pyarrow as pa
+
+    table = pa.table({"key": ["a", "b", "a"], "time": pa.array([1, 2, 3], pa.int64()),
+                      "call": ["dup", None, "dup"], "fd": ["3", "4", None]})
+    frame = _arrow_to_frame(table, categorical=("call",))
+    assert isinstance(frame["call"].dtype, pd.CategoricalDtype)
+    assert isinstance(frame["key"].dtype, pd.CategoricalDtype)
+    assert frame["fd"].dtype == object
+    assert frame["call"].astype(object).where(frame["call"].notna(), None).tolist() == [
+        "dup", None, "dup"]
+    assert frame["fd"].tolist() == ["3", "4", None]

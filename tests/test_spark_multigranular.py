@@ -318,3 +318,39 @@ def test_recurring_items_restarted_on_its_checkpoint_give_the_rows_of_a_run_thro
     assert len(got) > 0
     key = [*BOUNDS, "item", "count"]
     assert set(map(tuple, got[key].values.tolist())) <= set(map(tuple, want[key].values.tolist()))
+
+
+def test_streaming_bad_and_late_rows_come_out_as_the_users_rows(spark, tmp_path):
+    """On a stream the value column travels as it is: a row whose value is NaN is still
+    malformed, and a late row's ``detail`` is still Spark's ``to_json`` of the whole row."""
+    from pyspark.sql import functions as F
+
+    from windowkit.spark import multi_granular, split_reports
+
+    source = tmp_path / "in"
+    source.mkdir()
+    t0 = pd.Timestamp("2024-01-01", tz="UTC")
+    files = [[("a", t0, 1.0, "tcp", 5)],
+             [("a", t0 + pd.Timedelta(seconds=2), float("nan"), "udp", 6),
+              ("a", t0 + pd.Timedelta(minutes=5), 2.0, "tcp", 7)],
+             [("a", t0 + pd.Timedelta(seconds=30), 2.5, "icmp", 8)]]  # behind the watermark
+    names = ["source", "t", "duration", "protocol", "destination"]
+    for i, rows in enumerate(files):
+        part = pd.DataFrame(rows, columns=names).astype({"t": "datetime64[us, UTC]"})
+        part.to_parquet(source / f"p{i}.parquet", index=False)
+        os.utime(source / f"p{i}.parquet", (1_700_000_000 + i, 1_700_000_000 + i))
+    schema = spark.read.parquet(str(source)).schema
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(
+        str(source))
+    out = multi_granular(stream, "t", WINDOW, by="source", value="duration",
+                         aggregates=["count", "sum"], late="10 seconds")
+    query = out.writeStream.format("memory").queryName("mg_bad_and_late").start()
+    query.processAllAvailable()
+    query.stop()
+    _, rejected = split_reports(spark.table("mg_bad_and_late"))
+    every = spark.read.parquet(str(source))
+    as_json = {r["protocol"]: r["j"] for r in every.select(
+        "protocol", F.to_json(F.struct(*every.columns)).alias("j")).collect()}
+    got = sorted((r["rejected"], r["detail"]) for r in rejected.collect())
+    assert got == [("late", as_json["icmp"]), ("malformed", as_json["udp"])]
+    assert '"duration":2.5' in as_json["icmp"]

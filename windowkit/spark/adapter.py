@@ -109,6 +109,10 @@ class OperatorJob:
         frames: a report of unknown value, which breaks or is bridged like a missing one).
         They travel with the folded code 3 and ``key + NUL + JSON`` in the key column, so the
         common rows pay nothing for them.
+    categorical : tuple of str, optional
+        Text inputs the operator takes as pandas Categoricals (Arrow's dictionary codes)
+        rather than Python strings: an operator that hashes or compares text then does so
+        once per distinct value of a batch instead of once per row.
     """
 
     factory: Callable[[], StreamOperator]
@@ -117,6 +121,7 @@ class OperatorJob:
     valid: Column | None = None
     folded: str | None = None
     flagged: Column | None = None
+    categorical: tuple[str, ...] = ()
 
     def shipped(self) -> list[str]:
         """The inputs that travel as columns of their own."""
@@ -280,7 +285,7 @@ def run_operator(
             statefulProcessor=_RunnerProcessor(job.factory, job.shipped(),
                                                job.folded, _own_watermark_delay(df, late),
                                                group_ids, job.flagged is not None,
-                                               list(carried.items())),
+                                               list(carried.items()), job.categorical),
             outputStructType=schema,
             outputMode="Append",
             timeMode="EventTime",
@@ -296,7 +301,7 @@ def run_operator(
         # (a Categorical) instead of millions of Python strings.
         out = partitioned.mapInArrow(
             functools.partial(_run_partition, job.factory, job.shipped(), job.folded,
-                              job.flagged is not None, schema),
+                              job.flagged is not None, schema, job.categorical),
             schema)
     for name, kind in job.schema:
         if kind == "timestamp":
@@ -310,6 +315,7 @@ def _run_partition(
     folded: str | None,
     has_flags: bool,
     schema: T.StructType,
+    categorical: tuple[str, ...],
     batches: Iterator[pa.RecordBatch],
 ) -> Iterator[pa.RecordBatch]:
     """One task of a batch job: every shard it holds gets a runner; the input ends here."""
@@ -325,7 +331,8 @@ def _run_partition(
             parts.setdefault(shard, []).append(good)
     for shard, pieces in parts.items():
         runner = EventTimeRunner(factory())
-        output, _ = runner.push(_arrow_to_frame(pa.Table.from_batches(pieces), folded))
+        output, _ = runner.push(_arrow_to_frame(pa.Table.from_batches(pieces), folded,
+                                                categorical))
         output = pd.concat([output, runner.finish()], ignore_index=True)
         yield _to_arrow(output, pd.DataFrame(), operator_schema, shard, arrow_schema)
 
@@ -461,13 +468,15 @@ def _split_by_shard(batch: pa.RecordBatch) -> Iterator[tuple[int, pa.RecordBatch
         yield shard, (rows if len(present) == 1 else rows.filter(pa.array(shard_ids == shard)))
 
 
-def _arrow_to_frame(table: pa.Table, folded: str | None = None) -> pd.DataFrame:
-    """The operator's input frame; the key column as a Categorical (codes, not strings), and
-    the ``folded`` input taken back out of the time's low bits."""
+def _arrow_to_frame(table: pa.Table, folded: str | None = None,
+                    categorical: tuple[str, ...] = ()) -> pd.DataFrame:
+    """The operator's input frame; the key column and the ``categorical`` inputs as
+    Categoricals (codes, not strings), and the ``folded`` input taken back out of the time's
+    low bits."""
     columns = {}
     for name in table.column_names:
         column = table.column(name)
-        if name == KEY:
+        if name == KEY or name in categorical:
             columns[name] = column.combine_chunks().dictionary_encode().to_pandas()
         elif name == TIME:
             columns[name] = column.to_numpy().astype(np.int64, copy=False)
@@ -612,8 +621,10 @@ class _RunnerProcessor(StatefulProcessor):
         self, factory: Callable[[], StreamOperator], shipped: list[str],
         folded: str | None, delay_us: int | None, group_ids: list[int],
         has_flags: bool = False, originals: list[tuple[str, str]] | None = None,
+        categorical: tuple[str, ...] = (),
     ) -> None:
         self.factory = factory
+        self.categorical = categorical
         self.originals = originals or []
         # the user's columns that travel on their own (the others ride in shipped inputs)
         self.original_columns = [column for _, column in self.originals
@@ -663,7 +674,8 @@ class _RunnerProcessor(StatefulProcessor):
                                         self.shipped + self.original_columns, self.has_flags)
         carriers = list(dict.fromkeys(column for _, column in self.originals))
         originals = good.select(carriers) if carriers else None
-        good = _arrow_to_frame(good.select([KEY, TIME, *self.shipped]), self.folded)
+        good = _arrow_to_frame(good.select([KEY, TIME, *self.shipped]), self.folded,
+                               self.categorical)
         # Spark's rule: a row is late if the watermark in force when its micro-batch starts
         # has passed it, so apply this batch's watermark before admitting the rows.
         settled = runner.advance(_watermark_us(timerValues))

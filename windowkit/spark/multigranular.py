@@ -170,7 +170,11 @@ def multi_granular(
     item = None if distinct is None else (
         F.col(distinct) if isinstance(distinct, str) else distinct).cast("string")
     if df.isStreaming:
-        inputs = {"value": number} if item is None else {"value": number, ITEM: item}
+        # a double column goes as it is (a row whose value is not a finite number is
+        # malformed all the same), so it also carries the late rows' copy of itself
+        shipped = (F.col(f"`{value}`") if isinstance(value, str) and isinstance(
+            df.schema[value].dataType, T.DoubleType) else number)
+        inputs = {"value": shipped} if item is None else {"value": shipped, ITEM: item}
         job = OperatorJob(factory=factory, schema=schema, inputs=inputs, valid=valid)
         out = run_operator(df, job, time=F.timestamp_micros(micros), key=by, shards=shards,
                            late=late)

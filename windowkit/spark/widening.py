@@ -137,6 +137,8 @@ def widen_detect(
         factory=functools.partial(WindowWidening, detector, config=config),
         schema=OUTPUT_SCHEMA,
         inputs=inputs,
+        # the episode detector hashes each distinct text once (its category tables)
+        categorical=tuple(inputs) if textual else (),
     )
     unit = {} if time_unit is None else {"time_unit": time_unit}
     out = run_operator(df, job, time=time, key=by, shards=shards, late=late, **unit)
