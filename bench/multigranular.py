@@ -314,6 +314,16 @@ def spark_benchmarks(rows: int, runs: int, master: str) -> dict:
             "micro_batches": [{"rows": n, "seconds": s} for n, s in batches],
             "first_micro_batch_seconds": batches[0][1] if batches else None,
             "after_first_rows_per_s": later_rows / later_secs if later_secs else None}
+        # the floor of this path: the same query with a processor that reads its rows and
+        # emits nothing (no operator, no state): what Spark's plumbing costs by itself
+        start = time.perf_counter()
+        query = (read_only_query(stream).writeStream.format("noop")
+                 .option("checkpointLocation", os.path.join(workdir, "ck_floor")).start())
+        query.processAllAvailable()
+        query.stop()
+        secs = time.perf_counter() - start
+        results["streaming"]["read_only_processor"] = {"seconds": secs,
+                                                       "rows_per_s": rows / secs}
         # Spark's own way on the same files: the five window() aggregations in one query
         # (append mode, the same watermark); a reference for the speed only, since its
         # windows are emitted by other rules than the levels' reports
@@ -336,6 +346,29 @@ def spark_benchmarks(rows: int, runs: int, master: str) -> dict:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def read_only_query(stream):
+    """``multi_granular`` on ``stream`` with the adapter's processor swapped for one that
+    unpacks its rows and emits nothing."""
+    import pandas as pd
+
+    from windowkit.spark import adapter, multi_granular
+
+    class ReadOnly(adapter._RunnerProcessor):  # defined here: pickled by value
+        def handleInputRows(self, key, rows, timerValues):
+            adapter._unpack_rows(rows)
+            op = self.factory()
+            yield adapter._to_spark_frame(op.empty_output(), pd.DataFrame(), op.output_schema,
+                                          0)
+
+    real = adapter._RunnerProcessor
+    adapter._RunnerProcessor = ReadOnly
+    try:
+        return multi_granular(stream, "t", SPARK_WINDOW, by="source", value="duration",
+                              aggregates=AGGS, late="1 minute")
+    finally:
+        adapter._RunnerProcessor = real
+
+
 def print_spark(res: dict) -> None:
     print(f"\nSpark batch, {res['rows']:,} rows, 1,000 keys, 5 levels ({res['window']})")
     print(f"{'path':>16} {'seconds':>8} {'M rows/s':>9} {'ours vs it':>10} {'diff rows':>9}")
@@ -350,6 +383,10 @@ def print_spark(res: dict) -> None:
           f"end to end ({s['seconds']:.1f} s); first micro-batch "
           f"{s['first_micro_batch_seconds']:.1f} s, the others "
           f"{s['after_first_rows_per_s'] / 1e6:.3f} M rows/s")
+    if "read_only_processor" in s:
+        print(f"  the same query with a processor that only reads its rows: "
+              f"{s['read_only_processor']['rows_per_s'] / 1e6:.3f} M rows/s "
+              f"({s['read_only_processor']['seconds']:.1f} s)")
     if "error" in s.get("separate_window", {}):
         print(f"  the five window() aggregations as one streaming query failed: "
               f"{s['separate_window']['error']}")
