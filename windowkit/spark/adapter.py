@@ -626,9 +626,11 @@ class _RunnerProcessor(StatefulProcessor):
         self.factory = factory
         self.categorical = categorical
         self.originals = originals or []
-        # the user's columns that travel on their own (the others ride in shipped inputs)
+        # the user's columns that travel on their own (the others ride in shipped inputs),
+        # and every column a late row's copy of the user's row is read from
         self.original_columns = [column for _, column in self.originals
                                  if column.startswith(ORIGINAL_PREFIX)]
+        self.carrier_columns = list(dict.fromkeys(column for _, column in self.originals))
         self.has_flags = has_flags
         self.shipped = shipped
         self.folded = folded
@@ -672,8 +674,7 @@ class _RunnerProcessor(StatefulProcessor):
         runner = self._load()
         good, rejected = _take_rejected(_unpack_rows(rows),
                                         self.shipped + self.original_columns, self.has_flags)
-        carriers = list(dict.fromkeys(column for _, column in self.originals))
-        originals = good.select(carriers) if carriers else None
+        originals = good.select(self.carrier_columns) if self.carrier_columns else None
         good = _arrow_to_frame(good.select([KEY, TIME, *self.shipped]), self.folded,
                                self.categorical)
         # Spark's rule: a row is late if the watermark in force when its micro-batch starts

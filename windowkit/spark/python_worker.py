@@ -3,10 +3,11 @@
 Spark puts ``pyspark.zip`` (3.5 MB, thousands of entries) on every Python worker's path, so
 the workers import pyspark from it, one ``zipimporter`` per package they touch. Before each
 task a worker calls ``importlib.invalidate_caches()``, and on Python 3.11 every one of those
-zipimporters then re-reads the whole zip directory in pure Python. A streaming micro-batch of
-windowkit spent a quarter of its Python workers' time there (measured with py-spy on the
-multi-granular streaming benchmark: 807 of 1,940 samples). Python 3.12 made that
-invalidation lazy; :func:`install_zip_directory_cache` gives 3.11 the same effect: a zip's
+zipimporters then re-reads the whole zip directory in pure Python. windowkit's streaming
+workers spent two fifths of their time there (measured with py-spy on the multi-granular
+streaming benchmark: 807 of 1,940 samples). Python 3.12 made that
+invalidation lazy (CPython gh-103200, found by a Spark developer for this very reason);
+:func:`install_zip_directory_cache` gives 3.11 the same effect: a zip's
 directory is read again only when the file changed (its size or modification time), so the
 imports see exactly what they would have.
 """
