@@ -18,5 +18,6 @@ def spark():
 def _spark_for_doctests(request, doctest_namespace):
     # Doctests of the Spark layer get `spark`; nothing else starts a session.
     if request.node.nodeid.startswith(("windowkit/spark/", "windowkit/pipeline/",
-                                         "windowkit/report/")):
+                                         "windowkit/report/",
+                                         "windowkit/testing/stream_timing.py")):
         doctest_namespace["spark"] = request.getfixturevalue("spark")

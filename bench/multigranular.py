@@ -39,6 +39,7 @@ import pandas as pd
 
 from windowkit.core.multigranular import MultiGranularAggregator, RecurringItems
 from windowkit.datasets.connections import connection_records
+from windowkit.testing.stream_timing import time_stream
 
 UNIT = 1_000_000  # one time unit of the paper = 1 second
 RESULTS = os.path.join(os.path.dirname(__file__), "results", "multigranular.json")
@@ -297,38 +298,30 @@ def spark_benchmarks(rows: int, runs: int, master: str) -> dict:
             files)
         out = multi_granular(stream, "t", SPARK_WINDOW, by="source", value="duration",
                              aggregates=AGGS, late="1 minute")
-        secs, batches = timed_stream(out, os.path.join(workdir, "ck"))
-        # the first micro-batch also starts the query: plans it, starts the Python workers
-        # (and the driver's, which asks the processor for its state schema), warms the JIT
-        later_rows = sum(n for n, _ in batches[1:])
-        later_secs = sum(s for _, s in batches[1:])
+        timing = time_stream(noop_sink(out, os.path.join(workdir, "ck")))
         results["streaming"] = {
-            "files": 10, "seconds": secs, "rows_per_s": rows / secs,
-            "micro_batches": [{"rows": n, "seconds": s} for n, s in batches],
-            "first_micro_batch_seconds": batches[0][1] if batches else None,
-            "after_first_rows_per_s": later_rows / later_secs if later_secs else None}
+            "files": 10, "seconds": timing.seconds, "rows_per_s": rows / timing.seconds,
+            "micro_batches": [{"rows": n, "seconds": s} for n, s in timing.micro_batches],
+            "first_micro_batch_seconds": timing.first_micro_batch_seconds,
+            "after_first_rows_per_s": timing.after_first_rate}
         # the floor of this path: the same query with a processor that reads its rows and
         # emits nothing (no operator, no state), against the real one run again, both now
         # in a session whose streaming workers have started
-        floor, _ = timed_stream(read_only_query(stream), os.path.join(workdir, "ck_floor"))
-        again, _ = timed_stream(out, os.path.join(workdir, "ck_again"))
+        floor = time_stream(noop_sink(read_only_query(stream),
+                                      os.path.join(workdir, "ck_floor"))).seconds
+        again = time_stream(noop_sink(out, os.path.join(workdir, "ck_again"))).seconds
         results["streaming"]["read_only_processor"] = {"seconds": floor,
                                                        "rows_per_s": rows / floor}
         results["streaming"]["second_run"] = {"seconds": again, "rows_per_s": rows / again}
         # Spark's own way on the same files: the five window() aggregations in one query
         # (append mode, the same watermark); a reference for the speed only, since its
         # windows are emitted by other rules than the levels' reports
-        start = time.perf_counter()
         try:
-            query = (separate_windows(stream.withWatermark("t", "1 minute")).writeStream
-                     .format("noop").option("checkpointLocation", os.path.join(workdir, "ck2"))
-                     .start())
-            query.processAllAvailable()
-            query.stop()
+            secs = time_stream(noop_sink(separate_windows(stream.withWatermark("t", "1 minute")),
+                                         os.path.join(workdir, "ck2"))).seconds
         except Exception as exc:  # noqa: BLE001 - a reference only: keep the results above
             results["streaming"]["separate_window"] = {"error": str(exc).splitlines()[0]}
         else:
-            secs = time.perf_counter() - start
             results["streaming"]["separate_window"] = {"seconds": secs,
                                                        "rows_per_s": rows / secs}
         return results
@@ -337,17 +330,8 @@ def spark_benchmarks(rows: int, runs: int, master: str) -> dict:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def timed_stream(out, checkpoint: str) -> tuple[float, list[tuple[int, float]]]:
-    """Run a streaming query over every file to a noop sink: (seconds, per micro-batch
-    (rows, seconds))."""
-    start = time.perf_counter()
-    query = out.writeStream.format("noop").option("checkpointLocation", checkpoint).start()
-    query.processAllAvailable()
-    secs = time.perf_counter() - start
-    batches = [(p["numInputRows"], p["durationMs"]["triggerExecution"] / 1000)
-               for p in query.recentProgress if p["numInputRows"]]
-    query.stop()
-    return secs, batches
+def noop_sink(out, checkpoint: str):
+    return out.writeStream.format("noop").option("checkpointLocation", checkpoint)
 
 
 def read_only_query(stream):

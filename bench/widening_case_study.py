@@ -49,6 +49,7 @@ from windowkit.core.widening import (  # noqa: E402
     theorem2_bound,
 )
 from windowkit.datasets.syscalls import case_study  # noqa: E402
+from windowkit.testing.stream_timing import time_stream  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PAPER_SLOPE = 0.5
@@ -186,25 +187,15 @@ def spark_part(cs, config: WideningConfig, chunk_files: int) -> dict:
     stream = spark.readStream.schema(df.schema).option("maxFilesPerTrigger", 1).parquet(
         str(tmp / "in"))
     result = widen_detect(stream, late="10 seconds", **kwargs)
-    query = (result.writeStream.format("parquet").option("path", str(tmp / "out"))
-             .option("checkpointLocation", str(tmp / "ckpt")).start())
-    t0 = time.perf_counter()
-    query.processAllAvailable()
-    seconds = time.perf_counter() - t0
-    batches = [(p["numInputRows"], p["durationMs"]["triggerExecution"] / 1000)
-               for p in query.recentProgress if p["numInputRows"]]
-    query.stop()
+    timing = time_stream(result.writeStream.format("parquet").option("path", str(tmp / "out"))
+                         .option("checkpointLocation", str(tmp / "ckpt")))
     n_stream = spark.read.parquet(str(tmp / "out")).count()
-    # the first micro-batch also starts the query: plans it, starts the Python workers (and
-    # the driver's, which asks the processor for its state schema), warms the JIT
-    later_rows = sum(n for n, _ in batches[1:])
-    later_seconds = sum(s for _, s in batches[1:])
-    out["streaming"] = {"seconds": seconds, "events_per_s": len(events) / seconds,
+    out["streaming"] = {"seconds": timing.seconds,
+                        "events_per_s": len(events) / timing.seconds,
                         "micro_batches": chunk_files, "output_rows": n_stream,
-                        "micro_batch_seconds": [s for _, s in batches],
-                        "first_micro_batch_seconds": batches[0][1] if batches else None,
-                        "after_first_events_per_s": (later_rows / later_seconds
-                                                     if later_seconds else None),
+                        "micro_batch_seconds": [s for _, s in timing.micro_batches],
+                        "first_micro_batch_seconds": timing.first_micro_batch_seconds,
+                        "after_first_events_per_s": timing.after_first_rate,
                         "note": "detections not yet closed by the final watermark stay in state"}
     shutil.rmtree(tmp, ignore_errors=True)
     return out

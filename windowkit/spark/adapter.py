@@ -515,13 +515,25 @@ def _carriers(own: dict[str, Column], job: OperatorJob) -> dict[str, str]:
             for i, (name, column) in enumerate(own.items())}
 
 
+def user_column(name: str) -> Column:
+    """The column ``name`` of the input as it is: a job input built with this (rather than a
+    cast or an expression of it) also carries a stream's late rows' copy of that column.
+
+    Examples
+    --------
+    >>> str(user_column("fd")) == str(user_column("fd"))
+    True
+    """
+    return F.col(f"`{name}`")
+
+
 def _own_columns(df: DataFrame) -> dict[str, Column]:
     """The user's columns of ``df`` (not windowkit's own), in a form Arrow carries."""
     own = {}
     for field in df.schema.fields:
         if field.name.startswith(INTERNAL_PREFIX):
             continue
-        column = F.col(f"`{field.name}`")
+        column = user_column(field.name)
         if isinstance(field.dataType, _NOT_IN_ARROW):
             column = column.cast("string")
         own[field.name] = column

@@ -45,7 +45,13 @@ from windowkit.core.multigranular.aggregator import (
 from windowkit.core.multigranular.distinct import DEFAULT_PRECISION
 from windowkit.core.operator import KEY
 from windowkit.core.validation import check_choice
-from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, run_operator
+from windowkit.spark.adapter import (
+    DETAIL_OUT,
+    REJECTED,
+    OperatorJob,
+    run_operator,
+    user_column,
+)
 
 TIME_UNITS = {"s": 1_000_000, "ms": 1_000, "us": 1}
 _T_US = "wk_mg_t"
@@ -172,8 +178,8 @@ def multi_granular(
     if df.isStreaming:
         # a double column goes as it is (a row whose value is not a finite number is
         # malformed all the same), so it also carries the late rows' copy of itself
-        shipped = (F.col(f"`{value}`") if isinstance(value, str) and isinstance(
-            df.schema[value].dataType, T.DoubleType) else number)
+        shipped = (user_column(value) if isinstance(value, str)
+                   and df.schema[value].dataType == T.DoubleType() else number)
         inputs = {"value": shipped} if item is None else {"value": shipped, ITEM: item}
         job = OperatorJob(factory=factory, schema=schema, inputs=inputs, valid=valid)
         out = run_operator(df, job, time=F.timestamp_micros(micros), key=by, shards=shards,

@@ -18,7 +18,7 @@ from windowkit.core.widening import (
     WindowWidening,
 )
 from windowkit.core.widening.config import ReportMode
-from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, run_operator
+from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, run_operator, user_column
 
 TIME_COLUMNS = ("window_start", "window_end", "detected_at", "first_time", "last_time")
 
@@ -122,12 +122,11 @@ def widen_detect(
     inputs = {}
     for name in detector.columns:
         if name in df.columns:
-            column = F.col(f"`{name}`")
-            # a column already of the type goes as it is, so that a stream's copy of the
-            # user's row for late rows can ride in it (see the adapter)
-            kind = (T.StringType, "string") if textual else (T.LongType, "long")
-            inputs[name] = column if isinstance(df.schema[name].dataType, kind[0]) else (
-                column.cast(kind[1]))
+            # a column already of the type goes as it is, so that it also carries a stream's
+            # late rows' copy of itself
+            wanted = T.StringType() if textual else T.LongType()
+            column = user_column(name)
+            inputs[name] = column if df.schema[name].dataType == wanted else column.cast(wanted)
         elif textual:
             inputs[name] = F.lit(None).cast("string")
         else:
