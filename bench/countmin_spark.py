@@ -7,16 +7,22 @@ items of the whole stream (one global window, whatever the shards); ``local[2]``
 end of the input; issue #16, point 7). Timed: the whole job from the Parquet file to the
 coordinator's merged sketch on the driver (``merge_count_min(windowed_count_min(...)).first()``;
 Splitter's includes the small job that finds the input's last position; the mergeable variants
-sketch each input partition where it is read and merge the parts, with no shuffle of rows).
-A last row times the floor of any path that keeps each site's rows in order (Splitter's):
-the rows shuffled to their sites and counted in Python, no sketch. The peer is Spark's
-``count_min_sketch(item, eps, confidence, seed)`` aggregate (the SQL face of
+count each site's rows in the JVM, then sketch each input partition's rows of the last two
+windows where they are read and merge the parts, with no shuffle of rows).
+Two last rows time floors. "rows shuffled to sites": any path that keeps each site's rows in
+order (Splitter's) ships every row to its site's task (the same ``xxhash64`` routing, one task
+per site) and into Python, where they are only counted. "every row's site counted in the
+JVM": the aggregation the mergeable variants start with (each site's rows and last step, the
+site being a hash of every row), before only the rows of the last two windows reach Python.
+The peer is Spark's ``count_min_sketch(item, eps, confidence, seed)`` aggregate (the SQL face of
 ``DataFrameStatFunctions.countMinSketch``) on the same DataFrame, JVM sketches per partition
 merged by the aggregation, no window; Spark sizes it ``ceil(2 / eps)`` wide, 2000 columns, so it
-does a little less work than a 2719-column sketch. Median of ``--runs`` runs; target (issue #16):
+does a little less work than a 2719-column sketch. The JVM keeps compiling hot code across runs
+(Spark's sketch sped up from about 1 s to 0.5 s over ten runs in one session), so every job gets
+a warm-up run and the runs interleave. Median of ``--runs`` runs; target (issue #16):
 DistCM at least 0.5x Spark's rows/s.
 
-    .venv/bin/python bench/countmin_spark.py [--rows 10000000] [--runs 3]
+    .venv/bin/python bench/countmin_spark.py [--rows 10000000] [--runs 5]
 """
 
 from __future__ import annotations
@@ -33,9 +39,11 @@ from pathlib import Path
 import pandas as pd
 
 from windowkit.datasets.countmin_streams import zipf_ids
+from windowkit.spark.adapter import spread_group_ids
 
 EPSILON, DELTA, WINDOW, SHARDS = 0.001, 1 / 16, 1_000_000, 2
 FLOOR = "floor: rows shuffled to sites, no sketch"
+SITES_FLOOR = "floor: every row's site counted in the JVM"
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -89,17 +97,38 @@ def time_ordered_floor(spark, path: str) -> float:
     df = spark.read.parquet(path)
     start = time.perf_counter()
     site = F.pmod(F.xxhash64(F.col("t") * 1000, F.col("item")), F.lit(SHARDS))
-    shipped = df.select(site.alias("site"), (F.col("t") * 1000).alias("time"), "item")
-    rows = shipped.repartition(SHARDS, "site").mapInArrow(count_rows, "rows long").collect()
+    # one task per site, as the adapter partitions explicit shards
+    task = F.element_at(F.array(*[F.lit(g) for g in spread_group_ids(SHARDS)]), site + 1)
+    shipped = df.select(task.alias("task"), (F.col("t") * 1000).alias("time"), "item")
+    rows = shipped.repartition(SHARDS, "task").mapInArrow(count_rows, "rows long").collect()
     elapsed = time.perf_counter() - start
     assert sum(r["rows"] for r in rows) == df.count()
+    return elapsed
+
+
+def time_sites_floor(spark, path: str) -> float:
+    """The JVM aggregation every mergeable DistCM job starts with: each site's row count and
+    last step, the site a hash of every row (as :func:`windowed_count_min` routes them)."""
+    from pyspark.sql import functions as F
+
+    from windowkit.spark.countmin import item_key
+
+    df = spark.read.parquet(path)
+    start = time.perf_counter()
+    step = F.col("t") * 1000
+    site = F.pmod(F.xxhash64(step, item_key("item", df.schema["item"].dataType)), F.lit(SHARDS))
+    rows = df.select(site.alias("site"), step.alias("step"))
+    mine = [F.when(F.col("site") == s, F.col("step")) for s in range(SHARDS)]
+    totals = rows.agg(*[F.count(m) for m in mine], *[F.max(m) for m in mine]).first()
+    elapsed = time.perf_counter() - start
+    assert sum(totals[:SHARDS]) == df.count()
     return elapsed
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
 
     from windowkit.spark.session import windowkit_session
@@ -112,9 +141,11 @@ def main() -> None:
         for algorithm in ("splitter", "proportional", "simple"):
             cases.append((f"DistCM {algorithm}, default cadence", algorithm, None))
         cases.append((FLOOR, "floor", None))
+        cases.append((SITES_FLOOR, "sites", None))
         # warm-up: JVM, Python workers, numba caches (not timed)
         time_spark_cms(spark, path)
-        time_distcm(spark, path, "splitter", None)
+        for algorithm in ("splitter", "proportional", "simple"):
+            time_distcm(spark, path, algorithm, None)
         seconds: dict[str, list[float]] = {name: [] for name, _, _ in cases}
         for _ in range(args.runs):
             for name, algorithm, every in cases:
@@ -122,6 +153,8 @@ def main() -> None:
                     seconds[name].append(time_spark_cms(spark, path))
                 elif algorithm == "floor":
                     seconds[name].append(time_ordered_floor(spark, path))
+                elif algorithm == "sites":
+                    seconds[name].append(time_sites_floor(spark, path))
                 else:
                     seconds[name].append(time_distcm(spark, path, algorithm, every))
                 print(f"  {name}: {seconds[name][-1]:.1f} s", flush=True)

@@ -68,6 +68,20 @@ def test_each_shard_gets_a_stateful_partition_of_its_own(spark, shards):
     assert spark_hash_int(0) % 2 == spark_hash_int(1) % 2
 
 
+@pytest.mark.parametrize("shards", [2, 3, 4])
+def test_a_batch_gives_each_explicit_shard_a_task_of_its_own(spark, shards):
+    # Explicit shards (DistCM sites) were partitioned by Spark's hash of the shard numbers:
+    # with two, shards 0 and 1 met in one task and ran one after the other on one core.
+    rows = spark.range(400).select(F.lit("k").alias("k"), F.col("id").alias("t"),
+                                   ((F.col("id") / 10).cast("int") % 2 == 0).alias("v"),
+                                   (F.col("id") % shards).alias("s"))
+    out = run_operator(rows, _frames_job(), time="t", key="k", shards=shards, time_unit="us",
+                       shard=F.col("s"))
+    tasks = out.select("shard", F.spark_partition_id().alias("task")).distinct().toPandas()
+    assert sorted(tasks["shard"]) == list(range(shards))
+    assert tasks["task"].nunique() == shards
+
+
 def _one_frame_per_key(spark, path: str, keys: list[str], base: int) -> None:
     """Per key: a satisfying row, a breaking one 100 µs later; then a row that moves the
     watermark 10 ms past them all."""

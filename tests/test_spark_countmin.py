@@ -399,3 +399,21 @@ def test_a_site_whose_rows_all_left_the_window_still_sends_its_empty_window(spar
     pd.testing.assert_frame_equal(out, core_snapshots(sites, **params))
     early = sites.loc[sites["router"] == "early", "shard"].iloc[0]
     assert CountMin.from_bytes(out.loc[out["shard"] == early, "sketch"].iloc[0]).counts.sum() == 0
+
+
+def test_merging_mergeable_snapshots_never_reads_the_input_again(spark, tmp_path):
+    # The mergeable path computes its snapshots when called and keeps only the malformed rows
+    # lazy: the coordinator, which keeps the snapshots, must not scan the input once more.
+    from windowkit.spark.countmin import merge_count_min, windowed_count_min
+
+    path = str(tmp_path / "in")
+    spark.createDataFrame([(i % 7, i) for i in range(500)] + [(None, 500)],
+                          "item long, t long").write.parquet(path)
+    snaps = windowed_count_min(spark.read.parquet(path), "item", "t", window=100, shards=2,
+                               algorithm="proportional", epsilon=0.05, delta=0.25)
+    assert snaps.filter("rejected = 'malformed'").count() == 1
+    merged = merge_count_min(snaps)
+    plan = merged._jdf.queryExecution().optimizedPlan().toString()
+    # a file source prints as "Relation [item#0L,t#1L] parquet"
+    assert "parquet" not in plan and "LocalRelation" in plan
+    assert merged.first()["n_seen"] == 500

@@ -293,8 +293,15 @@ def run_operator(
     else:
         # A bounded input needs no grouping or sort in the JVM: each task streams its shard's
         # rows through the shard's runner, then ends the input. A shard's rows meet in one
-        # task; the shard is the task's partition id unless the caller gave one explicitly.
-        partitioned = prepared.repartition(shards, SHARD if explicit_shard else route_by)
+        # task; the shard is the task's partition id unless the caller gave one explicitly,
+        # and then each shard gets a task of its own (hashing the shard numbers themselves
+        # would put shards 0 and 1 of two in one task, which runs them one after the other).
+        if explicit_shard:
+            spread = F.element_at(F.array(*[F.lit(g) for g in spread_group_ids(shards)]),
+                                  F.col(SHARD) + 1)
+            partitioned = prepared.repartition(shards, spread)
+        else:
+            partitioned = prepared.repartition(shards, route_by)
         if route_by == ROUTE:
             partitioned = partitioned.drop(ROUTE)
         # Arrow batches, not pandas: the key column goes to the operator as dictionary codes

@@ -11,7 +11,9 @@ sums the latest matrix of every site. Here:
   with the default cadence, the variants whose state is the sum of its parts (``"simple"``,
   ``"proportional"``, ``"perfect"``) skip the shuffle of rows: each input partition is sketched
   per site where it is read and the parts are merged (:data:`MERGEABLE`); the snapshots are the
-  same bytes. Splitter's sub-cells are not a sum of parts, so its sites see their rows in order.
+  same bytes. That path runs when the function is called (a JVM count of each site's rows, then
+  one pass over the rows of the last two windows) and returns the snapshots as a small local
+  DataFrame. Splitter's sub-cells are not a sum of parts, so its sites see their rows in order.
 * :func:`merge_count_min` is the coordinator: the latest snapshot of each shard
   (:func:`latest_snapshots`), summed by one Spark aggregation into a single Count-Min.
 * :func:`estimate_frequency` and :func:`heavy_hitters` query merged sketches.
@@ -48,7 +50,6 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -322,119 +323,135 @@ MERGEABLE = frozenset({"simple", "proportional", "perfect"})
 """Variants whose site state is the sum of its parts: a batch with the default cadence sketches
 each input partition's rows where they are read and merges the parts, with no shuffle of rows."""
 
-_PARTIAL_SCHEMA = T.StructType([
-    T.StructField("wk_site", T.IntegerType()), T.StructField("part", T.BinaryType()),
-    T.StructField("detail", T.StringType())])
+_PART_FIELDS = [("wk_site", pa.int32()), ("part", pa.binary())]
+_PART_SCHEMA = T.StructType([T.StructField("wk_site", T.IntegerType()),
+                             T.StructField("part", T.BinaryType())])
 _SNAPSHOT_SCHEMA = T.StructType([
     T.StructField(SHARD, T.IntegerType()), T.StructField("seq", T.LongType()),
     T.StructField("n_seen", T.LongType()), T.StructField("time", T.LongType()),
     T.StructField("sketch", T.BinaryType()), T.StructField(REJECTED, T.StringType()),
     T.StructField(DETAIL_OUT, T.StringType())])
+#: Up to this many sites, the row counts are conditional aggregates of one global aggregation
+#: (no shuffle, no second stage); beyond, a group by site.
+_STATS_BY_CONDITION = 64
 
 
 def _merged_partials(prepared: DataFrame, key: Column, site: Column, step: Column,
-                     factory: Callable[[], WindowedCountMinOperator]) -> DataFrame:
+                     factory: Callable[[], WindowedCountMinOperator], shards: int) -> DataFrame:
     """Every site's final snapshot, as the adapter's per-site operator gives it, from sketches
-    of each input partition's rows merged per site.
+    of each input partition's rows merged per site; malformed rows set aside in the JVM.
 
     A time-based window is the sum of its parts: sketching a part's rows in order and merging
     the parts (lagging clocks moved forward) gives the site's counts of its last window
-    exactly. One small job first counts each site's rows and finds its last step in the JVM;
-    then only rows of the last two windows (and malformed rows) reach Python.
+    exactly. Two jobs, run now. One aggregation in the JVM counts each site's rows and finds
+    its last step; then only rows of the last two windows before the input's last step reach
+    Python, where each input partition sketches its rows per site, the parts of a site are
+    merged in one group, and the driver moves every site's clock to the input's last step and
+    takes the snapshot. Rows are never shuffled; only the sketches are.
     """
-    own = [F.col(f"`{c}`") for c in prepared.columns if not c.startswith(INTERNAL_PREFIX)]
-    rows = prepared.select(site.alias("wk_site"), step.alias("wk_step"),
-                           key.alias("wk_item"),
-                           F.when(step.isNull(), F.to_json(F.struct(*own))).alias("detail"))
-    stats = {int(r["wk_site"]): (int(r["n"]), int(r["last"])) for r in (
-        rows.filter(F.col("wk_step").isNotNull()).groupBy("wk_site")
-        .agg(F.count(F.lit(1)).alias("n"), F.max("wk_step").alias("last")).collect())}
-    template = factory()
-    tick, window = template.tick_micros, template.sketch.config.window
+    stats = _site_stats(prepared, site, step, shards)
+    snapshots: list[tuple[Any, ...]] = []
     if stats:
         end = max(last for _, last in stats.values())
-        # the last window ends at the last step; the block before it is as far back as any
-        # variant looks (Proportional's previous block)
+        template = factory()
+        tick, window = template.tick_micros, template.sketch.config.window
+        # as far back as any variant looks: Proportional's previous block
         cutoff = max((end // tick - 2 * window + 1) * tick, -(2**63))
-        rows = rows.filter((F.col("wk_step") >= F.lit(cutoff)) | F.col("wk_step").isNull())
-    else:
-        end = None
-    partials = rows.mapInArrow(functools.partial(_sketch_partition, factory), _PARTIAL_SCHEMA)
-    # sites whose rows all lie before the cutoff still send their (empty) last window
-    quiet = [(site_id, None, None) for site_id in stats]
-    if quiet:
-        partials = partials.unionByName(partials.sparkSession.createDataFrame(
-            quiet, _PARTIAL_SCHEMA))
+        recent = prepared.filter(step >= F.lit(cutoff)).select(
+            site.alias("wk_site"), step.alias("wk_step"), key.alias("wk_item"))
+        parts = recent.mapInArrow(functools.partial(_sketch_partition, factory), _PART_SCHEMA)
 
-    def merge(parts: pd.DataFrame) -> pd.DataFrame:
-        return _merge_partials(factory, stats, end, parts)
+        def merge(site_parts: pd.DataFrame) -> pd.DataFrame:
+            return _merge_site_parts(factory, site_parts)
 
-    return partials.groupBy("wk_site").applyInPandas(merge, _SNAPSHOT_SCHEMA)
+        merged = parts.groupBy("wk_site").applyInPandas(merge, _PART_SCHEMA).collect()
+        sketches = {int(row["wk_site"]): bytes(row["part"]) for row in merged}
+        snapshots = _final_snapshots(factory, stats, sketches, end)
+    session = prepared.sparkSession
+    # from pandas through Arrow: the JVM reads the rows itself (a list would be a Python RDD
+    # that every later job unpickles in a Python worker)
+    out = (session.createDataFrame(pd.DataFrame(snapshots, columns=_SNAPSHOT_SCHEMA.names),
+                                   _SNAPSHOT_SCHEMA) if snapshots else None)
+    # Malformed rows stay in the JVM; a reader of the snapshots alone (merge_count_min keeps
+    # `rejected` null) never scans the input again: the optimizer drops this branch.
+    own = [F.col(f"`{c}`") for c in prepared.columns if not c.startswith(INTERNAL_PREFIX)]
+    rejected = prepared.filter(step.isNull()).select(
+        site.alias(SHARD), *[F.lit(None).cast(f.dataType).alias(f.name)
+                             for f in _SNAPSHOT_SCHEMA.fields[1:5]],
+        F.lit("malformed").alias(REJECTED), F.to_json(F.struct(*own)).alias(DETAIL_OUT))
+    return rejected if out is None else out.unionByName(rejected)
+
+
+def _site_stats(prepared: DataFrame, site: Column, step: Column,
+                shards: int) -> dict[int, tuple[int, int]]:
+    """``{site: (rows, last step)}`` of the sites that have rows, in one JVM aggregation."""
+    rows = prepared.select(site.alias("wk_site"), step.alias("wk_step"))
+    if shards <= _STATS_BY_CONDITION:
+        mine = [F.when(F.col("wk_site") == s, F.col("wk_step")) for s in range(shards)]
+        totals = rows.agg(*[F.count(m).alias(f"n{s}") for s, m in enumerate(mine)],
+                          *[F.max(m).alias(f"last{s}") for s, m in enumerate(mine)]).first()
+        return {s: (int(totals[f"n{s}"]), int(totals[f"last{s}"]))
+                for s in range(shards) if totals[f"n{s}"]}
+    return {int(r["wk_site"]): (int(r["n"]), int(r["last"])) for r in (
+        rows.filter(F.col("wk_step").isNotNull()).groupBy("wk_site")
+        .agg(F.count(F.lit(1)).alias("n"), F.max("wk_step").alias("last")).collect())}
 
 
 def _sketch_partition(factory: Callable[[], WindowedCountMinOperator],
                       batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """One part per site present in this input partition, and its malformed rows."""
+    """One part per site present in this input partition: the sketch of its rows."""
     batches = list(batches)
     if not batches:
         return
     table = pa.Table.from_batches(batches)
     if not table.num_rows:
         return
-    detail = table.column("detail")
-    if detail.null_count < table.num_rows:  # malformed rows: a null step, the row as JSON
-        bad = table.filter(pc.is_valid(detail))
-        yield pa.RecordBatch.from_pydict(
-            {"wk_site": bad.column("wk_site").combine_chunks(),
-             "part": pa.nulls(bad.num_rows, pa.binary()),
-             "detail": bad.column("detail").combine_chunks()})
-        table = table.filter(pc.is_null(detail))
     sites = table.column("wk_site").to_numpy()
-    steps = table.column("wk_step").to_numpy()
+    ticks = table.column("wk_step").to_numpy() // factory().tick_micros
     items = table.column("wk_item").to_numpy()
-    tick_micros = factory().tick_micros
-    present = np.flatnonzero(np.bincount(sites)).tolist() if len(sites) else []
-    parts = {"wk_site": [], "part": [], "detail": []}
+    present = np.flatnonzero(np.bincount(sites)).tolist()
+    parts: dict[str, list[Any]] = {name: [] for name, _ in _PART_FIELDS}
     for site in present:
         mine = sites == site if len(present) > 1 else slice(None)
-        ticks, site_items = steps[mine] // tick_micros, items[mine]
-        if np.any(ticks[1:] < ticks[:-1]):  # input read in time order needs no sort
-            order = np.argsort(ticks, kind="stable")
-            ticks, site_items = ticks[order], site_items[order]
+        site_ticks, site_items = ticks[mine], items[mine]
+        if np.any(site_ticks[1:] < site_ticks[:-1]):  # input read in time order needs no sort
+            order = np.argsort(site_ticks, kind="stable")
+            site_ticks, site_items = site_ticks[order], site_items[order]
         sketch = factory().sketch
-        sketch.update(site_items, ticks=ticks)
+        sketch.update(site_items, ticks=site_ticks)
         parts["wk_site"].append(site)
         parts["part"].append(sketch.to_bytes())
-        parts["detail"].append(None)
-    if present:
-        yield pa.RecordBatch.from_pydict(parts, schema=pa.schema(
-            [("wk_site", pa.int32()), ("part", pa.binary()), ("detail", pa.string())]))
+    yield pa.RecordBatch.from_pydict(parts, schema=pa.schema(_PART_FIELDS))
 
 
-def _merge_partials(factory: Callable[[], WindowedCountMinOperator],
-                    stats: dict[int, tuple[int, int]], end: int | None,
-                    parts: pd.DataFrame) -> pd.DataFrame:
-    """One site's final snapshot from its parts; its malformed rows pass through."""
-    site = int(parts["wk_site"].iloc[0])
-    bad = parts[parts["detail"].notna()]
-    rows = []
-    if site in stats:
+def _merge_site_parts(factory: Callable[[], WindowedCountMinOperator],
+                      site_parts: pd.DataFrame) -> pd.DataFrame:
+    """One site's parts summed into one (clocks moved to the latest part's)."""
+    sketch = factory().sketch
+    for blob in site_parts["part"]:
+        sketch.merge(type(sketch).from_bytes(bytes(blob)))
+    return pd.DataFrame({"wk_site": [int(site_parts["wk_site"].iloc[0])],
+                         "part": [sketch.to_bytes()]})
+
+
+def _final_snapshots(factory: Callable[[], WindowedCountMinOperator],
+                     stats: dict[int, tuple[int, int]], sketches: dict[int, bytes],
+                     end: int) -> list[tuple[Any, ...]]:
+    """Each site's snapshot of the window ending at the input's last step ``end``; a site
+    whose rows all lie before the last two windows sends its empty window."""
+    snapshots = []
+    for site in sorted(stats):
         operator = factory()
         sketch = operator.sketch
-        for blob in parts.loc[parts["part"].notna(), "part"]:
-            sketch.merge(type(sketch).from_bytes(bytes(blob)))
+        if site in sketches:
+            sketch.merge(type(sketch).from_bytes(sketches[site]))
         operator.n_seen, operator.last_time = stats[site]
         sketch.n_samples = operator.n_seen
         operator.end_time = end
         snapshot = operator.finish().iloc[0]
-        rows.append({SHARD: site, "seq": int(snapshot["seq"]),
-                     "n_seen": int(snapshot["n_seen"]), "time": int(snapshot["time"]),
-                     "sketch": snapshot["sketch"], REJECTED: None, DETAIL_OUT: None})
-    rejected = pd.DataFrame({SHARD: site, "seq": None, "n_seen": None, "time": None,
-                             "sketch": None, REJECTED: "malformed",
-                             DETAIL_OUT: bad["detail"].to_numpy()})
-    out = pd.DataFrame(rows, columns=rejected.columns)
-    return pd.concat([out, rejected], ignore_index=True) if len(rejected) else out
+        snapshots.append((site, int(snapshot["seq"]), int(snapshot["n_seen"]),
+                          int(snapshot["time"]), bytes(snapshot["sketch"]), None, None))
+    return snapshots
 
 
 # ------------------------------------------------------------------ public functions
@@ -518,7 +535,9 @@ def windowed_count_min(
         window's last step: for ``unit="samples"`` a position, ``long``; for ticks a time in
         the input's kind), ``sketch`` (a :class:`CountMin` as bytes), ``rejected`` and
         ``detail`` (null, or ``"malformed"``/``"late"`` and the row as JSON; a rejected row's
-        other columns are null except ``shard``, the site it was routed to).
+        other columns are null except ``shard``, the site it was routed to). On a batch
+        DataFrame with a :data:`MERGEABLE` variant and the default cadence, the sketches are
+        computed by this call (two Spark jobs); the rejected rows stay lazy.
 
     Raises
     ------
@@ -545,7 +564,7 @@ def windowed_count_min(
     step = F.when(item_col.isNotNull(), F.col(_POS))
     if not df.isStreaming and snapshot_every is None and algorithm in MERGEABLE:
         factory = functools.partial(make_operator, window, **params)
-        out = _merged_partials(prepared, key, site, step, factory)
+        out = _merged_partials(prepared, key, site, step, factory, shards)
     elif not df.isStreaming:
         # every site's last window ends at the input's last step, not at its own last row
         params["end_time"] = prepared.agg(F.max(step)).first()[0]
