@@ -98,7 +98,8 @@ def time_ordered_floor(spark, path: str) -> float:
     start = time.perf_counter()
     site = F.pmod(F.xxhash64(F.col("t") * 1000, F.col("item")), F.lit(SHARDS))
     # one task per site, as the adapter partitions explicit shards
-    task = F.element_at(F.array(*[F.lit(g) for g in spread_group_ids(SHARDS)]), site + 1)
+    task = F.element_at(F.array(*[F.lit(g) for g in spread_group_ids(SHARDS)]),
+                        site.cast("int") + 1)
     shipped = df.select(task.alias("task"), (F.col("t") * 1000).alias("time"), "item")
     rows = shipped.repartition(SHARDS, "task").mapInArrow(count_rows, "rows long").collect()
     elapsed = time.perf_counter() - start
