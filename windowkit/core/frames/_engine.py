@@ -603,14 +603,29 @@ class _Outputs:
 def _order_rows(slot: np.ndarray, time: np.ndarray,
                 value: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows sorted by (slot, time, value with missing last)."""
-    if len(slot) < 2:
+    if len(slot) < 2 or _strictly_ordered(slot, time):
         return slot, time, value
-    ds, dt_ = np.diff(slot), np.diff(time)
-    if np.all((ds > 0) | ((ds == 0) & (dt_ > 0))):
-        return slot, time, value
+    # A shuffle interleaves keys but usually keeps each key's rows in time order: a stable
+    # sort by slot alone then orders them (a sixth of the three-key lexsort's cost on 1 M rows;
+    # numpy sorts 16-bit integers by radix, three times faster again).
+    narrow = slot.astype(np.uint16) if slot.max(initial=0) < 2**16 else slot
+    by_slot = np.argsort(narrow, kind="stable")
+    sorted_slot, sorted_time = slot[by_slot], time[by_slot]
+    if _strictly_ordered(sorted_slot, sorted_time):
+        return sorted_slot, sorted_time, value[by_slot]
     tie_value = np.where(np.isfinite(value), value, np.inf)
     order = np.lexsort((tie_value, time, slot))
     return slot[order], time[order], value[order]
+
+
+@numba.njit(cache=True)
+def _strictly_ordered(slot: np.ndarray, time: np.ndarray) -> bool:  # pragma: no cover - compiled
+    """Whether (slot, time) strictly increases: sorted, with no tie of time within a slot
+    (one pass that stops at the first row out of order)."""
+    for i in range(1, len(slot)):
+        if slot[i] < slot[i - 1] or (slot[i] == slot[i - 1] and time[i] <= time[i - 1]):
+            return False
+    return True
 
 
 @numba.njit(cache=True)
