@@ -248,9 +248,10 @@ def test_tied_rows_give_the_reference_frames_in_any_arrival_order_issue16(data, 
                           st.sampled_from([0.5, 1.5, np.nan, np.inf, -1.0])),
                 min_size=0, max_size=40),
        st.booleans())
-def test_rows_are_ordered_by_slot_time_then_value_on_every_path(rows, per_key_sorted):
-    # The framers order a batch by (key, time, value with missing last); the shortcut for rows
-    # whose keys are interleaved but each in time order must give the full sort's order.
+def test_rows_reach_the_loop_with_each_keys_rows_in_strict_time_order(rows, per_key_sorted):
+    # The framing loop keeps each key's state apart: rows whose keys are interleaved but each
+    # in strict time order go through as they are; any others are sorted by (key, time, value
+    # with missing last), exactly as the full sort orders them.
     from windowkit.core.frames._engine import _order_rows
 
     if per_key_sorted:  # interleaved keys, each key's times increasing
@@ -258,8 +259,17 @@ def test_rows_are_ordered_by_slot_time_then_value_on_every_path(rows, per_key_so
     slot = np.array([r[0] for r in rows], dtype=np.int64)
     time = np.array([r[1] for r in rows], dtype=np.int64)
     value = np.array([r[2] for r in rows], dtype=np.float64)
-    order = np.lexsort((np.where(np.isfinite(value), value, np.inf), time, slot))
-    got = _order_rows(slot, time, value)
-    np.testing.assert_array_equal(got[0], slot[order])
-    np.testing.assert_array_equal(got[1], time[order])
-    np.testing.assert_array_equal(got[2], value[order])
+    got_slot, got_time, got_value, interleaved = _order_rows(slot, time, value, 4)
+    strict = all(len(set(time[slot == s])) == np.count_nonzero(slot == s)
+                 and np.all(np.diff(time[slot == s]) > 0) for s in range(4))
+    if interleaved:
+        assert strict
+        for got, given_ in ((got_slot, slot), (got_time, time), (got_value, value)):
+            np.testing.assert_array_equal(got, given_)
+    else:
+        order = np.lexsort((np.where(np.isfinite(value), value, np.inf), time, slot))
+        np.testing.assert_array_equal(got_slot, slot[order])
+        np.testing.assert_array_equal(got_time, time[order])
+        np.testing.assert_array_equal(got_value, value[order])
+    if per_key_sorted and strict and len(rows) > 1:
+        assert interleaved or np.all(np.diff(slot) >= 0)

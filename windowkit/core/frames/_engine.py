@@ -305,9 +305,10 @@ class SequenceFramer(StreamOperator):
             return self.empty_output()
         codes, uniques = factorize_keys(key)
         slot = self._state.slots(uniques)[codes]
-        slot, time, value = _order_rows(slot, time, value)
-        self._check_backwards(slot, time)
-        return self._run(slot, time, value)
+        slot, time, value, interleaved = _order_rows(slot, time, value,
+                                                     len(self._state.keys))
+        self._check_backwards(slot, time, interleaved)
+        return self._run(slot, time, value, interleaved)
 
     def advance(self, watermark: int) -> pd.DataFrame:
         """Settle frames whose next scheduled report is known absent by ``watermark``.
@@ -382,9 +383,12 @@ class SequenceFramer(StreamOperator):
         return np.where(waits, due, np.iinfo(np.int64).max)
 
     # ------------------------------------------------------------------ the pass
-    def _check_backwards(self, slot: np.ndarray, time: np.ndarray) -> None:
-        first = np.ones(len(slot), dtype=bool)
-        first[1:] = slot[1:] != slot[:-1]
+    def _check_backwards(self, slot: np.ndarray, time: np.ndarray, interleaved: bool) -> None:
+        if interleaved:  # each key's first row in this batch
+            first = _first_rows(slot, len(self._state.keys))
+        else:
+            first = np.ones(len(slot), dtype=bool)
+            first[1:] = slot[1:] != slot[:-1]
         prev = self._state.ints["last_time"][slot[first]]
         bad = (prev != _NONE) & (time[first] < prev)
         if bad.any():
@@ -394,15 +398,22 @@ class SequenceFramer(StreamOperator):
                    "rows of a key must arrive in time order")
             raise ValueError(msg)
 
-    def _run(self, slot: np.ndarray, time: np.ndarray, value: np.ndarray) -> pd.DataFrame:
+    def _run(self, slot: np.ndarray, time: np.ndarray, value: np.ndarray,
+             interleaved: bool = False) -> pd.DataFrame:
+        """Rows through the framing loop. ``interleaved``: the keys' rows are interleaved
+        (each key's in time order); the output is then put in key order, as sorted rows give.
+        """
         spec, st = self.spec, self._state
         period = spec.schedule or 0
         if spec.schedule is not None:
-            prev = np.empty(len(time), dtype=np.int64)
-            prev[1:] = time[:-1]
-            first = np.ones(len(time), dtype=bool)
-            first[1:] = slot[1:] != slot[:-1]
-            prev[first] = st.ints["last_time"][slot[first]]
+            if interleaved:
+                prev = _previous_times(slot, time, st.ints["last_time"])
+            else:
+                prev = np.empty(len(time), dtype=np.int64)
+                prev[1:] = time[:-1]
+                first = np.ones(len(time), dtype=bool)
+                first[1:] = slot[1:] != slot[:-1]
+                prev[first] = st.ints["last_time"][slot[first]]
             gap = np.where(prev != _NONE, time - prev, 0)
             pre_m = np.maximum(0, (2 * gap + period) // (2 * period) - 1)
         else:
@@ -424,17 +435,19 @@ class SequenceFramer(StreamOperator):
         else:
             params, loop = self.framing, _frame_loop_py
 
-        outputs, i = [], 0
+        chunks, i = [], 0
         n = len(time)
         while i < n:
             cap = max(64, (n - i) // 4 + 16) if loop is not _frame_loop_py else 3 * (n - i) + 3
             buf = _Outputs(cap)
             i, m = loop(kind, params, i, *loop_args, *buf.arrays())
-            outputs.append(buf.frame(self, m))
-        outputs = [o for o in outputs if len(o)]
-        if not outputs:
-            return self.empty_output()
-        return outputs[0] if len(outputs) == 1 else pd.concat(outputs, ignore_index=True)
+            chunks.append(buf.written(m))
+        cols = chunks[0] if len(chunks) == 1 else {
+            name: np.concatenate([c[name] for c in chunks]) for name in _Outputs.NAMES}
+        if interleaved and len(cols["slot"]) > 1:
+            order = np.argsort(_radix_keys(cols["slot"]), kind="stable")
+            cols = {name: col[order] for name, col in cols.items()}
+        return _Outputs.frame(self, cols)
 
     def _close(self, slots: np.ndarray, end: np.ndarray, *, reset: bool) -> pd.DataFrame:
         """Close the frames of ``slots`` at ``end`` (finish, or a watermark)."""
@@ -582,10 +595,14 @@ class _Outputs:
     def arrays(self) -> tuple[np.ndarray, ...]:
         return tuple(self.cols[name] for name in self.NAMES)
 
-    def frame(self, framer: SequenceFramer, m: int) -> pd.DataFrame:
-        if m == 0:
+    def written(self, m: int) -> dict[str, np.ndarray]:
+        """The first ``m`` rows the loop wrote."""
+        return {name: arr[:m] for name, arr in self.cols.items()}
+
+    @staticmethod
+    def frame(framer: SequenceFramer, c: dict[str, np.ndarray]) -> pd.DataFrame:
+        if len(c["kind"]) == 0:
             return framer.empty_output()
-        c = {name: arr[:m] for name, arr in self.cols.items()}
         final = c["kind"] == 1
         parts = []
         for is_final in (False, True):
@@ -600,22 +617,64 @@ class _Outputs:
         return out.reset_index(drop=True)
 
 
-def _order_rows(slot: np.ndarray, time: np.ndarray,
-                value: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows sorted by (slot, time, value with missing last)."""
+def _order_rows(slot: np.ndarray, time: np.ndarray, value: np.ndarray,
+                n_slots: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """``(slot, time, value, interleaved)``: the rows as the framing loop takes them.
+
+    The loop keeps each key's state apart, so it needs each key's rows in strict time order,
+    not the keys one after the other: rows already so (what a shuffle delivers: keys
+    interleaved, each in time order) are taken as they are (``interleaved`` True); otherwise
+    they are sorted by (slot, time, value with missing last), ties of time put in value order.
+    """
     if len(slot) < 2 or _strictly_ordered(slot, time):
-        return slot, time, value
-    # A shuffle interleaves keys but usually keeps each key's rows in time order: a stable
-    # sort by slot alone then orders them (a sixth of the three-key lexsort's cost on 1 M rows;
-    # numpy sorts 16-bit integers by radix, three times faster again).
-    narrow = slot.astype(np.uint16) if slot.max(initial=0) < 2**16 else slot
-    by_slot = np.argsort(narrow, kind="stable")
-    sorted_slot, sorted_time = slot[by_slot], time[by_slot]
-    if _strictly_ordered(sorted_slot, sorted_time):
-        return sorted_slot, sorted_time, value[by_slot]
+        return slot, time, value, False
+    if _each_slot_in_time_order(slot, time, n_slots):
+        return slot, time, value, True
     tie_value = np.where(np.isfinite(value), value, np.inf)
     order = np.lexsort((tie_value, time, slot))
-    return slot[order], time[order], value[order]
+    return slot[order], time[order], value[order], False
+
+
+def _radix_keys(slot: np.ndarray) -> np.ndarray:
+    """``slot`` as 16-bit integers when they fit: numpy sorts those by radix, in linear time."""
+    return slot.astype(np.uint16) if slot.max(initial=0) < 2**16 else slot
+
+
+@numba.njit(cache=True)
+def _each_slot_in_time_order(slot, time, n_slots):  # pragma: no cover - compiled
+    """Whether every slot's times strictly increase, in the rows' order."""
+    seen = np.zeros(n_slots, dtype=np.bool_)
+    last = np.zeros(n_slots, dtype=np.int64)
+    for i in range(len(slot)):
+        s = slot[i]
+        if seen[s] and time[i] <= last[s]:
+            return False
+        seen[s] = True
+        last[s] = time[i]
+    return True
+
+
+@numba.njit(cache=True)
+def _first_rows(slot, n_slots):  # pragma: no cover - compiled
+    """Mask of each slot's first row."""
+    seen = np.zeros(n_slots, dtype=np.bool_)
+    first = np.zeros(len(slot), dtype=np.bool_)
+    for i in range(len(slot)):
+        if not seen[slot[i]]:
+            seen[slot[i]] = True
+            first[i] = True
+    return first
+
+
+@numba.njit(cache=True)
+def _previous_times(slot, time, last_time):  # pragma: no cover - compiled
+    """Each row's previous time of its slot: the row before it, or the state's last time."""
+    last = last_time.copy()
+    prev = np.empty(len(slot), dtype=np.int64)
+    for i in range(len(slot)):
+        prev[i] = last[slot[i]]
+        last[slot[i]] = time[i]
+    return prev
 
 
 @numba.njit(cache=True)
