@@ -417,3 +417,19 @@ def test_merging_mergeable_snapshots_never_reads_the_input_again(spark, tmp_path
     # a file source prints as "Relation [item#0L,t#1L] parquet"
     assert "parquet" not in plan and "LocalRelation" in plan
     assert merged.first()["n_seen"] == 500
+
+
+def test_many_sites_are_counted_by_a_group_by_and_still_equal_the_core(spark):
+    # Up to 64 sites, each site's rows are counted by conditional aggregates of one global
+    # aggregation; beyond, by a group by site. Both must give every site's core snapshot.
+    from windowkit.spark.countmin import _STATS_BY_CONDITION, count_min_sites, windowed_count_min
+
+    shards = _STATS_BY_CONDITION + 16
+    pdf = pd.DataFrame({"item": zipf_items(3000, 60, seed=13),
+                        "t": np.arange(3000, dtype=np.int64)})
+    params = {"window": 400, "algorithm": "proportional", "epsilon": 0.05, "delta": 0.25}
+    df = spark.createDataFrame(pdf).repartition(3)
+    out = canonical(windowed_count_min(df, "item", "t", shards=shards, **params).toPandas())
+    sites = count_min_sites(df, "item", "t", shards=shards).toPandas()
+    assert sites["shard"].nunique() > _STATS_BY_CONDITION
+    pd.testing.assert_frame_equal(out, core_snapshots(sites, **params))
