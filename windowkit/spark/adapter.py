@@ -484,7 +484,8 @@ def _arrow_to_frame(table: pa.Table, folded: str | None = None,
     for name in table.column_names:
         column = table.column(name)
         if name == KEY or name in categorical:
-            columns[name] = column.combine_chunks().dictionary_encode().to_pandas()
+            # encoded chunk by chunk with one dictionary: no copy of the strings first
+            columns[name] = column.dictionary_encode().to_pandas()
         elif name == TIME:
             columns[name] = column.to_numpy().astype(np.int64, copy=False)
         else:
