@@ -39,7 +39,7 @@ from pathlib import Path
 import pandas as pd
 
 from windowkit.datasets.countmin_streams import zipf_ids
-from windowkit.spark.adapter import spread_group_ids
+from windowkit.spark.adapter import shard_task
 
 EPSILON, DELTA, WINDOW, SHARDS = 0.001, 1 / 16, 1_000_000, 2
 FLOOR = "floor: rows shuffled to sites, no sketch"
@@ -98,8 +98,7 @@ def time_ordered_floor(spark, path: str) -> float:
     start = time.perf_counter()
     site = F.pmod(F.xxhash64(F.col("t") * 1000, F.col("item")), F.lit(SHARDS))
     # one task per site, as the adapter partitions explicit shards
-    task = F.element_at(F.array(*[F.lit(g) for g in spread_group_ids(SHARDS)]),
-                        site.cast("int") + 1)
+    task = shard_task(site, SHARDS)
     shipped = df.select(task.alias("task"), (F.col("t") * 1000).alias("time"), "item")
     rows = shipped.repartition(SHARDS, "task").mapInArrow(count_rows, "rows long").collect()
     elapsed = time.perf_counter() - start
@@ -109,20 +108,17 @@ def time_ordered_floor(spark, path: str) -> float:
 
 def time_sites_floor(spark, path: str) -> float:
     """The JVM aggregation every mergeable DistCM job starts with: each site's row count and
-    last step, the site a hash of every row (as :func:`windowed_count_min` routes them)."""
+    last step, the site a hash of every row (the job's own routing and counting)."""
     from pyspark.sql import functions as F
 
-    from windowkit.spark.countmin import item_key
+    from windowkit.spark.countmin import _POS, _prepare, _site_stats
 
     df = spark.read.parquet(path)
     start = time.perf_counter()
-    step = F.col("t") * 1000
-    site = F.pmod(F.xxhash64(step, item_key("item", df.schema["item"].dataType)), F.lit(SHARDS))
-    rows = df.select(site.alias("site"), step.alias("step"))
-    mine = [F.when(F.col("site") == s, F.col("step")) for s in range(SHARDS)]
-    totals = rows.agg(*[F.count(m) for m in mine], *[F.max(m) for m in mine]).first()
+    prepared, _, site = _prepare(df, "item", "t", None, SHARDS, "samples", None)
+    stats = _site_stats(prepared, site, F.col(_POS), SHARDS)
     elapsed = time.perf_counter() - start
-    assert sum(totals[:SHARDS]) == df.count()
+    assert sum(n for n, _ in stats.values()) == df.count()
     return elapsed
 
 

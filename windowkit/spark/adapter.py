@@ -297,9 +297,7 @@ def run_operator(
         # and then each shard gets a task of its own (hashing the shard numbers themselves
         # would put shards 0 and 1 of two in one task, which runs them one after the other).
         if explicit_shard:
-            spread = F.element_at(F.array(*[F.lit(g) for g in spread_group_ids(shards)]),
-                                  F.col(SHARD) + 1)
-            partitioned = prepared.repartition(shards, spread)
+            partitioned = prepared.repartition(shards, shard_task(F.col(SHARD), shards))
         else:
             partitioned = prepared.repartition(shards, route_by)
         if route_by == ROUTE:
@@ -366,6 +364,22 @@ def spread_group_ids(shards: int) -> list[int]:
             missing -= 1
         value += 1
     return ids
+
+
+def shard_task(shard: Column, shards: int) -> Column:
+    """The value to ``repartition(shards, ...)`` by so that shard ``s`` (an int column in
+    ``[0, shards)``) lands in partition ``s``: its :func:`spread_group_ids` entry.
+
+    Examples
+    --------
+    >>> df = spark.range(4).select((F.col("id") % 2).cast("int").alias("s"))
+    >>> parts = df.repartition(2, shard_task(F.col("s"), 2)).select(
+    ...     "s", F.spark_partition_id().alias("p")).distinct().orderBy("s").collect()
+    >>> [(r.s, r.p) for r in parts]
+    [(0, 0), (1, 1)]
+    """
+    ids = F.array(*[F.lit(g) for g in spread_group_ids(shards)])
+    return F.element_at(ids, shard.cast("int") + 1)
 
 
 def spark_hash_int(value: int) -> int:

@@ -307,7 +307,7 @@ class SequenceFramer(StreamOperator):
         slot = self._state.slots(uniques)[codes]
         slot, time, value, interleaved = _order_rows(slot, time, value,
                                                      len(self._state.keys))
-        self._check_backwards(slot, time, interleaved)
+        self._check_backwards(slot, time)
         return self._run(slot, time, value, interleaved)
 
     def advance(self, watermark: int) -> pd.DataFrame:
@@ -383,12 +383,8 @@ class SequenceFramer(StreamOperator):
         return np.where(waits, due, np.iinfo(np.int64).max)
 
     # ------------------------------------------------------------------ the pass
-    def _check_backwards(self, slot: np.ndarray, time: np.ndarray, interleaved: bool) -> None:
-        if interleaved:  # each key's first row in this batch
-            first = _first_rows(slot, len(self._state.keys))
-        else:
-            first = np.ones(len(slot), dtype=bool)
-            first[1:] = slot[1:] != slot[:-1]
+    def _check_backwards(self, slot: np.ndarray, time: np.ndarray) -> None:
+        first = _first_rows(slot, len(self._state.keys))  # each key's first row in this batch
         prev = self._state.ints["last_time"][slot[first]]
         bad = (prev != _NONE) & (time[first] < prev)
         if bad.any():
@@ -406,14 +402,7 @@ class SequenceFramer(StreamOperator):
         spec, st = self.spec, self._state
         period = spec.schedule or 0
         if spec.schedule is not None:
-            if interleaved:
-                prev = _previous_times(slot, time, st.ints["last_time"])
-            else:
-                prev = np.empty(len(time), dtype=np.int64)
-                prev[1:] = time[:-1]
-                first = np.ones(len(time), dtype=bool)
-                first[1:] = slot[1:] != slot[:-1]
-                prev[first] = st.ints["last_time"][slot[first]]
+            prev = _previous_times(slot, time, st.ints["last_time"])
             gap = np.where(prev != _NONE, time - prev, 0)
             pre_m = np.maximum(0, (2 * gap + period) // (2 * period) - 1)
         else:
