@@ -308,10 +308,11 @@ def run_operator(
             functools.partial(_run_partition, job.factory, job.shipped(), job.folded,
                               job.flagged is not None, schema, job.categorical),
             schema)
-    for name, kind in job.schema:
-        if kind == "timestamp":
-            out = out.withColumn(name, clock.restore(F.col(name)))
-    return out
+    # one projection (each DataFrame call is an analysis in the JVM)
+    restored = {name for name, kind in job.schema if kind == "timestamp"}
+    return out.select(*[clock.restore(F.col(field.name)).alias(field.name)
+                        if field.name in restored else F.col(field.name)
+                        for field in schema.fields])
 
 
 def _run_partition(
@@ -333,7 +334,8 @@ def _run_partition(
             if len(rejected):
                 yield _to_arrow(empty_frame(operator_schema), rejected, operator_schema, shard,
                                 arrow_schema)
-            parts.setdefault(shard, []).append(good)
+            # encoded now, while the JVM is still writing the next batches
+            parts.setdefault(shard, []).append(_encode_text(good, categorical))
     for shard, pieces in parts.items():
         runner = EventTimeRunner(factory())
         output, _ = runner.push(_arrow_to_frame(pa.Table.from_batches(pieces), folded,
@@ -489,15 +491,25 @@ def _split_by_shard(batch: pa.RecordBatch) -> Iterator[tuple[int, pa.RecordBatch
         yield shard, (rows if len(present) == 1 else rows.filter(pa.array(shard_ids == shard)))
 
 
+def _encode_text(batch: pa.RecordBatch, categorical: tuple[str, ...]) -> pa.RecordBatch:
+    """``batch`` with its key column and ``categorical`` inputs dictionary-encoded."""
+    for name in (KEY, *categorical):
+        index = batch.schema.get_field_index(name)
+        batch = batch.set_column(index, name, batch.column(index).dictionary_encode())
+    return batch
+
+
 def _arrow_to_frame(table: pa.Table, folded: str | None = None,
                     categorical: tuple[str, ...] = ()) -> pd.DataFrame:
     """The operator's input frame; the key column and the ``categorical`` inputs as
     Categoricals (codes, not strings), and the ``folded`` input taken back out of the time's
-    low bits."""
+    low bits. Columns already dictionary-encoded (chunk by chunk) keep their codes."""
     columns = {}
     for name in table.column_names:
         column = table.column(name)
-        if name == KEY or name in categorical:
+        if pa.types.is_dictionary(column.type):
+            columns[name] = column.to_pandas()  # the chunks' dictionaries unified
+        elif name == KEY or name in categorical:
             # encoded chunk by chunk with one dictionary: no copy of the strings first
             columns[name] = column.dictionary_encode().to_pandas()
         elif name == TIME:
@@ -508,7 +520,7 @@ def _arrow_to_frame(table: pa.Table, folded: str | None = None,
         shipped = columns[TIME]
         columns[TIME] = shipped >> FOLD_BITS  # arithmetic shift: floor, right for times < 0
         columns[folded] = (shipped & ((1 << FOLD_BITS) - 1)).astype(np.int8) - np.int8(1)
-    return pd.DataFrame(columns)
+    return pd.DataFrame(columns, copy=False)
 
 
 def _arrow_schema(schema: T.StructType) -> pa.Schema:
@@ -525,7 +537,10 @@ def _to_arrow(
     arrow_schema: pa.Schema,
 ) -> pa.RecordBatch:
     frame = _to_spark_frame(output, rejected, schema, shard)
-    return pa.RecordBatch.from_pandas(frame, schema=arrow_schema, preserve_index=False)
+    # one thread: a task has a core of its own, and a pool's threads cost more to start
+    # than they save on a task's output
+    return pa.RecordBatch.from_pandas(frame, schema=arrow_schema, preserve_index=False,
+                                      nthreads=1)
 
 
 def _carriers(own: dict[str, Column], job: OperatorJob) -> dict[str, str]:

@@ -289,12 +289,10 @@ def _frames(
     # times back in the column's own kind
     out = run_operator(df, job, time=time, key=by, shards=shards, late=late,
                        time_unit=time_unit)
-    out = out.withColumn("status", F.coalesce(F.col(REJECTED), F.col("status"))).drop(REJECTED)
-    key_name = by if by is not None else KEY
-    if by is not None:
-        out = out.withColumn(KEY, F.col(KEY).cast(df.schema[by].dataType))
-    out = out.withColumnRenamed(KEY, key_name)
-    return out.select(key_name, *FRAME_COLUMNS, DETAIL_OUT)
+    key = F.col(KEY) if by is None else F.col(KEY).cast(df.schema[by].dataType).alias(by)
+    status = F.coalesce(F.col(REJECTED), F.col("status")).alias("status")
+    return out.select(key, *[status if name == "status" else F.col(name)
+                             for name in FRAME_COLUMNS], DETAIL_OUT)
 
 
 def framing_functions() -> dict[str, Any]:
