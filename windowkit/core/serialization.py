@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 MAGIC = b"WKIT"
 CONTAINER_VERSION = 1
@@ -123,11 +124,10 @@ def pack_state(
         if arr.dtype == object or arr.dtype.kind == "U":
             # dictionary-encode: per-row strings cost a Python call each, distinct values few
             codes, uniques = pd.factorize(arr.ravel(), use_na_sentinel=True)
-            encoded = [str(v).encode("utf-8") for v in uniques]
-            lengths = np.array([len(e) for e in encoded], dtype="<i8")
+            lengths, text = _utf8_strings(uniques)
             specs.append({"name": name, "dtype": "utf8dict", "shape": list(arr.shape),
-                          "n_unique": len(encoded)})
-            chunks.append(codes.astype("<i8").tobytes() + lengths.tobytes() + b"".join(encoded))
+                          "n_unique": len(lengths)})
+            chunks.append(codes.astype("<i8").tobytes() + lengths.tobytes() + text)
             continue
         arr = np.ascontiguousarray(arr)
         specs.append({"name": name, "dtype": arr.dtype.str, "shape": list(arr.shape)})
@@ -255,8 +255,99 @@ def _read_dict_strings(body: bytes, offset: int, spec: dict, tag: str) -> tuple[
     if codes.size and (codes.min() < -1 or codes.max() >= n_unique):
         msg = f"{tag} state is corrupt in array {spec['name']!r}: string code out of range"
         raise StateFormatError(msg)
+    size = int(lengths.sum())
     uniques = np.empty(n_unique + 1, dtype=object)  # last slot: None, for code -1
-    for i, n in enumerate(lengths.tolist()):
-        uniques[i] = body[offset : offset + n].decode("utf-8")
-        offset += n
-    return uniques[codes].reshape(spec["shape"]), offset
+    uniques[:n_unique] = _decode_utf8(body, offset, lengths, spec["name"], tag)
+    return uniques[codes].reshape(spec["shape"]), offset + size
+
+
+def _utf8_strings(values: np.ndarray) -> tuple[np.ndarray, bytes]:
+    """The UTF-8 bytes of ``str(v)`` for each value, as (lengths, the bytes one after the
+    other); in Arrow's C++ for strings (a state's keys: a Python call each costs more than
+    the rest of its state)."""
+    try:
+        strings = pa.array(values, type=pa.large_string(), from_pandas=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # not all str: str() of each
+        strings = pa.array([str(v) for v in values], type=pa.large_string())
+    if strings.null_count:
+        strings = pa.array([str(v) for v in values], type=pa.large_string())
+    offsets = np.frombuffer(strings.buffers()[1], dtype="<i8")[: len(strings) + 1]
+    start, end = int(offsets[0]), int(offsets[-1])
+    return np.diff(offsets).astype("<i8"), strings.buffers()[2].to_pybytes()[start:end]
+
+
+def _decode_utf8(body: bytes, offset: int, lengths: np.ndarray, name: str,
+                 tag: str) -> np.ndarray:
+    """Python strings of the UTF-8 pieces of ``lengths`` starting at ``offset``."""
+    offsets = np.zeros(len(lengths) + 1, dtype="<i8")
+    np.cumsum(lengths, out=offsets[1:])
+    data = pa.py_buffer(body)[offset : offset + int(offsets[-1])]
+    strings = pa.LargeStringArray.from_buffers(len(lengths), pa.py_buffer(offsets), data)
+    try:
+        strings.validate(full=True)
+    except pa.ArrowInvalid as exc:
+        msg = f"{tag} state is corrupt in array {name!r}: {exc}"
+        raise StateFormatError(msg) from exc
+    return strings.to_numpy(zero_copy_only=False)
+
+
+COMPRESSED_MAGIC = b"WKZS"
+_COMPRESSED_HEADER = struct.Struct("<4sBQ")
+_COMPRESSED_VERSION = 1
+
+
+def compress_state(blob: bytes) -> bytes:
+    """``blob`` (bytes of :func:`pack_state`) compressed with zstd, for storage.
+
+    A state's arrays compress about tenfold at 0.6 GB/s, and a streaming state store moves
+    its bytes at a small fraction of that (Spark's state API: 50 to 100 MB/s on one core).
+
+    Examples
+    --------
+    >>> blob = pack_state("DEMO", 1, {"n": 3}, {"x": np.zeros(1000)})
+    >>> stored = compress_state(blob)
+    >>> len(stored) < len(blob), decompress_state(stored) == blob
+    (True, True)
+    """
+    header = _COMPRESSED_HEADER.pack(COMPRESSED_MAGIC, _COMPRESSED_VERSION, len(blob))
+    return header + pa.compress(blob, codec="zstd", asbytes=True)
+
+
+def decompress_state(stored: bytes) -> bytes:
+    """The bytes :func:`compress_state` was given; bytes it did not write (state stored
+    uncompressed, by an older windowkit) are returned as they are.
+
+    Raises
+    ------
+    StateFormatError
+        If compressed bytes are truncated or corrupt.
+
+    Examples
+    --------
+    >>> decompress_state(b"WKIT...") == b"WKIT..."
+    True
+    >>> decompress_state(compress_state(b"abc")[:-2])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    windowkit.core.serialization.StateFormatError: compressed state is corrupt: ...
+    """
+    stored = bytes(stored)
+    if not stored.startswith(COMPRESSED_MAGIC):
+        return stored
+    if len(stored) < _COMPRESSED_HEADER.size:
+        msg = f"compressed state is truncated ({len(stored)} bytes)"
+        raise StateFormatError(msg)
+    _, version, size = _COMPRESSED_HEADER.unpack_from(stored)
+    if version != _COMPRESSED_VERSION:
+        msg = f"unsupported compressed state version {version}"
+        raise StateFormatError(msg)
+    try:
+        raw = pa.decompress(stored[_COMPRESSED_HEADER.size:], decompressed_size=size,
+                            codec="zstd", asbytes=True)
+    except (OSError, pa.ArrowException) as exc:
+        msg = f"compressed state is corrupt: {exc}"
+        raise StateFormatError(msg) from exc
+    if len(raw) != size:
+        msg = f"compressed state is corrupt: {len(raw)} bytes, header says {size}"
+        raise StateFormatError(msg)
+    return raw

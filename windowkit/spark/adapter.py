@@ -49,6 +49,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
 from windowkit.core.durations import to_micros
 from windowkit.core.operator import KEY, TIME, EventTimeRunner, StreamOperator, empty_frame
+from windowkit.core.serialization import compress_state, decompress_state
 from windowkit.core.validation import check_int
 from windowkit.spark.event_time import event_time
 
@@ -704,12 +705,15 @@ class _RunnerProcessor(StatefulProcessor):
         self.state = handle.getValueState("runner", schema)
 
     def _load(self) -> EventTimeRunner:
-        if self.state.exists():
-            return EventTimeRunner.from_bytes(bytes(self.state.get()[0]))
+        stored = self.state.get()  # one round trip to the JVM (exists() would be another)
+        if stored is not None:
+            return EventTimeRunner.from_bytes(decompress_state(stored[0]))
         return EventTimeRunner(self.factory())
 
     def _save(self, runner: EventTimeRunner) -> None:
-        self.state.update((runner.to_bytes(),))
+        # compressed: Spark's state API moves bytes at 50-100 MB/s, a state's arrays
+        # compress tenfold at 0.6 GB/s (and the checkpoint keeps a tenth of the bytes)
+        self.state.update((compress_state(runner.to_bytes()),))
         for timer in list(self.handle.listTimers()):
             self.handle.deleteTimer(timer)
         due = runner.next_timer()
