@@ -222,9 +222,11 @@ class EventTimeRunner:
     @state_decoder
     def from_bytes(cls, blob: bytes) -> EventTimeRunner:
         """Rebuild a runner from :meth:`to_bytes` output."""
-        meta, arrays = unpack_state(blob, cls.FORMAT_TAG, cls.FORMAT_VERSION)
+        # views, not copies: the operator's bytes are decoded (and copied) by its own class,
+        # and a buffer column is copied into its frame
+        meta, arrays = unpack_state(blob, cls.FORMAT_TAG, cls.FORMAT_VERSION, copy=False)
         operator_cls = _resolve(meta["operator_class"])
-        runner = cls(operator_cls.from_bytes(arrays["operator"].tobytes()))
+        runner = cls(operator_cls.from_bytes(memoryview(arrays["operator"])))
         runner.watermark = meta["watermark"]
         runner.late_rows = int(meta["late_rows"])
         if meta["columns"]:

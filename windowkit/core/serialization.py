@@ -127,23 +127,36 @@ def pack_state(
             lengths, text = _utf8_strings(uniques)
             specs.append({"name": name, "dtype": "utf8dict", "shape": list(arr.shape),
                           "n_unique": len(lengths)})
-            chunks.append(codes.astype("<i8").tobytes() + lengths.tobytes() + text)
+            chunks += [_raw_bytes(codes.astype("<i8")), _raw_bytes(lengths), text]
             continue
         arr = np.ascontiguousarray(arr)
         specs.append({"name": name, "dtype": arr.dtype.str, "shape": list(arr.shape)})
-        chunks.append(arr.tobytes())
+        chunks.append(_raw_bytes(arr))
     meta_bytes = json.dumps({"meta": meta, "arrays": specs}, separators=(",", ":")).encode()
-    body = struct.pack("<I", len(meta_bytes)) + meta_bytes + b"".join(chunks)
+    pieces = [struct.pack("<I", len(meta_bytes)), meta_bytes, *chunks]
     tag_bytes = tag.encode("ascii").ljust(8, b"\0")
     if len(tag_bytes) != 8:
         msg = f"`tag` must be at most 8 ASCII characters; got {tag!r}"
         raise ValueError(msg)
-    header = _HEADER.pack(MAGIC, CONTAINER_VERSION, tag_bytes, version, zlib.crc32(body), len(body))
-    return header + body
+    # the checksum over the pieces, and the pieces copied once (a state of 5 M keys is half a
+    # GB, and each concatenation of it costs a quarter of a second)
+    crc = 0
+    for piece in pieces:
+        crc = zlib.crc32(piece, crc)
+    length = sum(piece.nbytes if isinstance(piece, memoryview) else len(piece)
+                 for piece in pieces)
+    header = _HEADER.pack(MAGIC, CONTAINER_VERSION, tag_bytes, version, crc, length)
+    return b"".join([header, *pieces])
+
+
+def _raw_bytes(arr: np.ndarray) -> memoryview:
+    """The bytes of a contiguous array, without copying them."""
+    return memoryview(arr.reshape(-1).view(np.uint8))
 
 
 def unpack_state(
-    blob: bytes, tag: str, version: int, *, versions: Collection[int] | None = None
+    blob: bytes, tag: str, version: int, *, versions: Collection[int] | None = None,
+    copy: bool = True,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Check and decode bytes written by :func:`pack_state`.
 
@@ -158,6 +171,9 @@ def unpack_state(
     versions : collection of int, optional
         Every format version the caller's decoder really reads; default only ``version``.
         Bytes of any other version (older or newer) are refused.
+    copy : bool, default True
+        False: the arrays are read-only views of ``blob`` (for bytes of a nested state, which
+        its own decoder copies anyway).
 
     Returns
     -------
@@ -184,7 +200,7 @@ windowkit reads DEMO version 2 only
     if not isinstance(blob, (bytes, bytearray, memoryview)):
         msg = f"state must be bytes; got {type(blob).__name__}"
         raise StateFormatError(msg)
-    blob = bytes(blob)
+    blob = memoryview(blob).cast("B")  # bytes of a nested state are not copied
     if len(blob) < _HEADER.size:
         msg = f"state bytes are too short ({len(blob)} bytes) to hold a windowkit header"
         raise StateFormatError(msg)
@@ -206,7 +222,7 @@ windowkit reads DEMO version 2 only
         msg = (f"{tag} state has format version {got_version}; "
                f"this windowkit reads {tag} {which}")
         raise StateFormatError(msg)
-    body = blob[_HEADER.size :]
+    body = memoryview(blob)[_HEADER.size :]  # not a copy of the state's bytes
     if len(body) != length:
         msg = f"{tag} state is truncated or padded: {len(body)} body bytes, header says {length}"
         raise StateFormatError(msg)
@@ -215,7 +231,7 @@ windowkit reads DEMO version 2 only
         raise StateFormatError(msg)
     try:
         (meta_len,) = struct.unpack_from("<I", body)
-        decoded = json.loads(body[4 : 4 + meta_len])
+        decoded = json.loads(bytes(body[4 : 4 + meta_len]))
         offset = 4 + meta_len
         arrays = {}
         for spec in decoded["arrays"]:
@@ -229,7 +245,8 @@ windowkit reads DEMO version 2 only
                 msg = f"{tag} state is truncated in array {spec['name']!r}"
                 raise StateFormatError(msg)
             arr = np.frombuffer(body, dtype=dtype, count=count, offset=offset)
-            arrays[spec["name"]] = arr.reshape(spec["shape"]).copy()
+            arr = arr.reshape(spec["shape"])
+            arrays[spec["name"]] = arr.copy() if copy else arr
             offset += nbytes
         return decoded["meta"], arrays
     except StateFormatError:
