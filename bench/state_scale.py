@@ -9,8 +9,10 @@ checkpoint's ``state`` folder. The table and JSON (``bench/results/state_scale.j
 median per setting, with the adapter's git commit, so runs of the adapter before and after a
 change can sit side by side.
 
-The script uses the ``windowkit`` of the tree it lives in, so the same command measures any
-checkout::
+The script uses the ``windowkit`` of the tree it lives in, in the driver and in Spark's Python
+workers (through ``PYTHONPATH``), so the same command measures any checkout (copy the script
+into an older one). ``bench/results/state_scale_before.json`` holds the run before the state
+was stored compressed (commit fe13414)::
 
     .venv/bin/python bench/state_scale.py                      # 1 K and 100 K keys held
     .venv/bin/python bench/state_scale.py --keys 1000,100000,1000000,10000000 --max-keys 1e7

@@ -50,19 +50,26 @@ def array_bytes(blob: bytes) -> bytes:
 @settings(max_examples=200, deadline=None)
 @given(st.lists(TEXT, max_size=40))
 def test_strings_are_stored_in_the_bytes_of_the_per_string_loop(values):
-    arr = np.array(values + ["x"], dtype=object)  # at least one string
+    arr = np.array(values, dtype=object)
     blob = pack_state("DEMO", 1, {}, {"s": arr})
     assert array_bytes(blob) == old_string_chunk(arr)
     _, arrays = unpack_state(blob, "DEMO", 1)
     assert arrays["s"].tolist() == arr.tolist()
 
 
-def test_values_that_are_not_strings_are_stored_as_their_text():
-    arr = np.array([1, "a", 2.5, 1], dtype=object)
+@pytest.mark.parametrize(("values", "decoded"), [
+    ([1, "a", 2.5, 1], ["1", "a", "2.5", "1"]),
+    ([b"ab", "ab"], ["b'ab'", "ab"]),          # bytes are not their text
+    ([None, float("nan")], [None, None]),      # no string at all
+    ([""], [""]),
+    ([], []),
+])
+def test_values_that_are_not_all_strings_are_stored_as_their_text(values, decoded):
+    arr = np.array(values, dtype=object)
     blob = pack_state("DEMO", 1, {}, {"s": arr})
     assert array_bytes(blob) == old_string_chunk(arr)
     _, arrays = unpack_state(blob, "DEMO", 1)
-    assert arrays["s"].tolist() == ["1", "a", "2.5", "1"]
+    assert arrays["s"].tolist() == decoded
 
 
 def test_invalid_utf8_in_stored_strings_is_a_format_error():

@@ -280,17 +280,16 @@ def _read_dict_strings(body: bytes, offset: int, spec: dict, tag: str) -> tuple[
 
 def _utf8_strings(values: np.ndarray) -> tuple[np.ndarray, bytes]:
     """The UTF-8 bytes of ``str(v)`` for each value, as (lengths, the bytes one after the
-    other); in Arrow's C++ for strings (a state's keys: a Python call each costs more than
-    the rest of its state)."""
-    try:
-        strings = pa.array(values, type=pa.large_string(), from_pandas=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):  # not all str: str() of each
-        strings = pa.array([str(v) for v in values], type=pa.large_string())
-    if strings.null_count:
-        strings = pa.array([str(v) for v in values], type=pa.large_string())
-    offsets = np.frombuffer(strings.buffers()[1], dtype="<i8")[: len(strings) + 1]
-    start, end = int(offsets[0]), int(offsets[-1])
-    return np.diff(offsets).astype("<i8"), strings.buffers()[2].to_pybytes()[start:end]
+    other): by Arrow's C++ when every value is a ``str`` (a state's keys: a Python call
+    each cost more than the rest of its state), else value by value."""
+    if len(values) and pd.api.types.infer_dtype(values, skipna=False) == "string":
+        strings = pa.array(values, type=pa.large_string())
+        offsets = np.frombuffer(strings.buffers()[1], dtype="<i8")[: len(strings) + 1]
+        start, end = int(offsets[0]), int(offsets[-1])
+        text = strings.buffers()[2].slice(start, end - start).to_pybytes()
+        return np.diff(offsets).astype("<i8"), text
+    encoded = [str(v).encode("utf-8") for v in values]
+    return np.array([len(e) for e in encoded], dtype="<i8"), b"".join(encoded)
 
 
 def _decode_utf8(body: bytes, offset: int, lengths: np.ndarray, name: str,
