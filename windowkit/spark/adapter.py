@@ -335,8 +335,7 @@ def _run_partition(
             if len(rejected):
                 yield _to_arrow(empty_frame(operator_schema), rejected, operator_schema, shard,
                                 arrow_schema)
-            # encoded now, while the JVM is still writing the next batches
-            parts.setdefault(shard, []).append(_encode_text(good, categorical))
+            parts.setdefault(shard, []).append(good)
     for shard, pieces in parts.items():
         runner = EventTimeRunner(factory())
         output, _ = runner.push(_arrow_to_frame(pa.Table.from_batches(pieces), folded,
@@ -492,25 +491,15 @@ def _split_by_shard(batch: pa.RecordBatch) -> Iterator[tuple[int, pa.RecordBatch
         yield shard, (rows if len(present) == 1 else rows.filter(pa.array(shard_ids == shard)))
 
 
-def _encode_text(batch: pa.RecordBatch, categorical: tuple[str, ...]) -> pa.RecordBatch:
-    """``batch`` with its key column and ``categorical`` inputs dictionary-encoded."""
-    for name in (KEY, *categorical):
-        index = batch.schema.get_field_index(name)
-        batch = batch.set_column(index, name, batch.column(index).dictionary_encode())
-    return batch
-
-
 def _arrow_to_frame(table: pa.Table, folded: str | None = None,
                     categorical: tuple[str, ...] = ()) -> pd.DataFrame:
     """The operator's input frame; the key column and the ``categorical`` inputs as
     Categoricals (codes, not strings), and the ``folded`` input taken back out of the time's
-    low bits. Columns already dictionary-encoded (chunk by chunk) keep their codes."""
+    low bits."""
     columns = {}
     for name in table.column_names:
         column = table.column(name)
-        if pa.types.is_dictionary(column.type):
-            columns[name] = column.to_pandas()  # the chunks' dictionaries unified
-        elif name == KEY or name in categorical:
+        if name == KEY or name in categorical:
             # encoded chunk by chunk with one dictionary: no copy of the strings first
             columns[name] = column.dictionary_encode().to_pandas()
         elif name == TIME:
