@@ -45,7 +45,6 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     [ROOT, *filter(None, [os.environ.get("PYTHONPATH")])])
 
 T0 = pd.Timestamp("2024-01-01", tz="UTC").value // 1000  # µs
-HOT_KEYS = 1000
 WRITE_ROWS = 1_000_000  # rows per Parquet row group / pandas frame while writing
 
 
@@ -54,6 +53,15 @@ def git_commit(path: str | None = None) -> str | None:
     cmd = ["git", "-C", ROOT, "log", "-1", "--format=%H"] + (["--", path] if path else [])
     try:
         return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def git_dirty() -> bool | None:
+    """Whether the tree has changes not committed (then ``commit`` is not what ran)."""
+    cmd = ["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"]
+    try:
+        return bool(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
     except (OSError, subprocess.CalledProcessError):
         return None
 
@@ -81,9 +89,9 @@ def write_inputs(folder: str, held: int, touched: int | None, rows: int, batches
     keys = np.arange(held)
     write_file(os.path.join(folder, "part-0000.parquet"), keys,
                T0 + np.sort(rng.integers(0, 1_000_000, held)), np.zeros(held), 0)
-    hot = rng.choice(held, size=min(HOT_KEYS, held), replace=False)
+    hot = None if touched is None else rng.choice(held, size=min(touched, held), replace=False)
     for b in range(1, batches + 1):
-        if touched is None:  # every key, in a random order
+        if hot is None:  # every key, in a random order
             chosen = np.resize(rng.permutation(held), rows)
         else:
             chosen = hot[rng.integers(0, len(hot), rows)]
@@ -129,7 +137,7 @@ def run_setting(spark, technique: str, held: int, touched: int | None, rows: int
     name = f"{technique}_{held}_{touched or 'all'}"
     source = os.path.join(workdir, f"{name}_in")
     staged = os.path.join(workdir, f"{name}_staged")
-    write_inputs(staged, held, touched, rows, batches, seed=held % 1000 + batches)
+    write_inputs(staged, held, touched, rows, batches, seed=batches)  # the same draws each
     os.makedirs(source)
     checkpoint = os.path.join(workdir, f"{name}_ck")
     query = (build_query(spark, technique, source, shards).writeStream.format("noop")
@@ -165,7 +173,11 @@ def run_setting(spark, technique: str, held: int, touched: int | None, rows: int
     measured = records[2:] or records[1:]  # the first batch loads the state; the next warms up
     return {
         "technique": technique, "keys_held": held,
+        # "all": each micro-batch's rows are drawn from every held key (so it touches
+        # min(rows, held) of them); a number: from that many keys held
         "keys_touched": "all" if touched is None else min(touched, held),
+        "distinct_keys_per_batch": min(rows, held) if touched is None
+        else min(touched, held, rows),
         "rows_per_batch": rows, "batches": records,
         "median_batch_s": statistics.median(r["trigger_s"] for r in measured),
         "median_state_bytes": statistics.median(r["state_bytes_written"] for r in measured),
@@ -189,6 +201,8 @@ def main() -> None:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--output", default=os.path.join(ROOT, "bench", "results"))
     args = parser.parse_args()
+    if args.batches < 1:
+        parser.error(f"--batches must be at least 1; got {args.batches}")
 
     from windowkit.spark import windowkit_session
 
@@ -218,6 +232,7 @@ def main() -> None:
               f"{r['checkpoint_bytes'] / 1e6:>15.2f}")
     report = {
         "commit": git_commit(), "adapter_commit": git_commit("windowkit/spark/adapter.py"),
+        "uncommitted_changes": git_dirty(),
         "tree": ROOT, "master": args.master, "shards": args.shards,
         "rows_per_batch": int(args.rows), "machine": platform.platform(),
         "cpus": os.cpu_count(), "results": results,

@@ -230,7 +230,9 @@ class EventTimeRunner:
         runner.watermark = meta["watermark"]
         runner.late_rows = int(meta["late_rows"])
         if meta["columns"]:
-            runner._buffer = pd.DataFrame({c: _column_from(arrays, c) for c in meta["columns"]})
+            # copied: the columns are read-only views of ``blob``
+            runner._buffer = pd.DataFrame({c: _column_from(arrays, c) for c in meta["columns"]},
+                                          copy=True)
         return runner
 
 

@@ -149,6 +149,14 @@ def pack_state(
     return b"".join([header, *pieces])
 
 
+def _byte_view(blob: bytes | bytearray | memoryview) -> memoryview:
+    """A read-only view of ``blob``'s bytes: bytes of a nested state are not copied."""
+    view = memoryview(blob)
+    if view.ndim != 1 or view.format not in ("B", "b", "c") or not view.c_contiguous:
+        view = memoryview(view.tobytes())
+    return view.cast("B").toreadonly()
+
+
 def _raw_bytes(arr: np.ndarray) -> memoryview:
     """The bytes of a contiguous array, without copying them."""
     return memoryview(arr.reshape(-1).view(np.uint8))
@@ -178,7 +186,8 @@ def unpack_state(
     Returns
     -------
     (dict, dict)
-        The metadata and the arrays (read-only views copied into fresh arrays).
+        The metadata and the arrays (fresh arrays; read-only views of ``blob`` if not
+        ``copy``).
 
     Raises
     ------
@@ -200,7 +209,7 @@ windowkit reads DEMO version 2 only
     if not isinstance(blob, (bytes, bytearray, memoryview)):
         msg = f"state must be bytes; got {type(blob).__name__}"
         raise StateFormatError(msg)
-    blob = memoryview(blob).cast("B")  # bytes of a nested state are not copied
+    blob = _byte_view(blob)
     if len(blob) < _HEADER.size:
         msg = f"state bytes are too short ({len(blob)} bytes) to hold a windowkit header"
         raise StateFormatError(msg)
@@ -256,7 +265,8 @@ windowkit reads DEMO version 2 only
         raise StateFormatError(msg) from exc
 
 
-def _read_dict_strings(body: bytes, offset: int, spec: dict, tag: str) -> tuple[np.ndarray, int]:
+def _read_dict_strings(body: memoryview, offset: int, spec: dict,
+                       tag: str) -> tuple[np.ndarray, int]:
     count = int(np.prod(spec["shape"], dtype=np.int64))
     n_unique = int(spec["n_unique"])
     if offset + 8 * (count + n_unique) > len(body):
@@ -279,10 +289,13 @@ def _read_dict_strings(body: bytes, offset: int, spec: dict, tag: str) -> tuple[
 
 
 def _utf8_strings(values: np.ndarray) -> tuple[np.ndarray, bytes]:
-    """The UTF-8 bytes of ``str(v)`` for each value, as (lengths, the bytes one after the
-    other): by Arrow's C++ when every value is a ``str`` (a state's keys: a Python call
-    each cost more than the rest of its state), else value by value."""
-    if len(values) and pd.api.types.infer_dtype(values, skipna=False) == "string":
+    """The UTF-8 bytes of ``str(v)`` for each value, as (lengths, the bytes one after the other).
+
+    By Arrow's C++ when every value is exactly a ``str`` (a state's keys: a Python call each
+    cost more than the rest of its state); value by value otherwise, since Arrow takes the
+    text of a ``str`` subclass (an Enum's value) where ``str()`` may give another one.
+    """
+    if len(values) and set(map(type, values)) <= {str, np.str_}:
         strings = pa.array(values, type=pa.large_string())
         offsets = np.frombuffer(strings.buffers()[1], dtype="<i8")[: len(strings) + 1]
         start, end = int(offsets[0]), int(offsets[-1])
@@ -292,7 +305,7 @@ def _utf8_strings(values: np.ndarray) -> tuple[np.ndarray, bytes]:
     return np.array([len(e) for e in encoded], dtype="<i8"), b"".join(encoded)
 
 
-def _decode_utf8(body: bytes, offset: int, lengths: np.ndarray, name: str,
+def _decode_utf8(body: memoryview, offset: int, lengths: np.ndarray, name: str,
                  tag: str) -> np.ndarray:
     """Python strings of the UTF-8 pieces of ``lengths`` starting at ``offset``."""
     offsets = np.zeros(len(lengths) + 1, dtype="<i8")
@@ -307,9 +320,11 @@ def _decode_utf8(body: bytes, offset: int, lengths: np.ndarray, name: str,
     return strings.to_numpy(zero_copy_only=False)
 
 
-COMPRESSED_MAGIC = b"WKZS"
+_COMPRESSED_MAGIC = b"WKZS"
 _COMPRESSED_HEADER = struct.Struct("<4sBQ")
 _COMPRESSED_VERSION = 1
+#: No state is this large: a size field beyond it is damage, not a size to allocate.
+_LARGEST_STATE = 1 << 40
 
 
 def compress_state(blob: bytes) -> bytes:
@@ -318,6 +333,16 @@ def compress_state(blob: bytes) -> bytes:
     A state's arrays compress about tenfold at 0.6 GB/s, and a streaming state store moves
     its bytes at a small fraction of that (Spark's state API: 50 to 100 MB/s on one core).
 
+    Parameters
+    ----------
+    blob : bytes
+        The bytes to store.
+
+    Returns
+    -------
+    bytes
+        ``b"WKZS"``, a format version byte, the size of ``blob``, then a zstd frame.
+
     Examples
     --------
     >>> blob = pack_state("DEMO", 1, {"n": 3}, {"x": np.zeros(1000)})
@@ -325,13 +350,25 @@ def compress_state(blob: bytes) -> bytes:
     >>> len(stored) < len(blob), decompress_state(stored) == blob
     (True, True)
     """
-    header = _COMPRESSED_HEADER.pack(COMPRESSED_MAGIC, _COMPRESSED_VERSION, len(blob))
+    header = _COMPRESSED_HEADER.pack(_COMPRESSED_MAGIC, _COMPRESSED_VERSION, len(blob))
     return header + pa.compress(blob, codec="zstd", asbytes=True)
 
 
-def decompress_state(stored: bytes) -> bytes:
-    """The bytes :func:`compress_state` was given; bytes it did not write (state stored
-    uncompressed, by an older windowkit) are returned as they are.
+def decompress_state(stored: bytes | bytearray | memoryview) -> bytes | memoryview:
+    """The bytes :func:`compress_state` was given, or ``stored`` itself if it did not write it.
+
+    State stored uncompressed (by an older windowkit) starts with :func:`pack_state`'s magic,
+    not with this one, and is returned as it is, to be checked by its decoder.
+
+    Parameters
+    ----------
+    stored : bytes-like
+        What was stored.
+
+    Returns
+    -------
+    bytes or memoryview
+        The state's bytes (a view of the decompressed buffer, not a copy of it).
 
     Raises
     ------
@@ -347,23 +384,26 @@ def decompress_state(stored: bytes) -> bytes:
     ...
     windowkit.core.serialization.StateFormatError: compressed state is corrupt: ...
     """
-    stored = bytes(stored)
-    if not stored.startswith(COMPRESSED_MAGIC):
+    view = _byte_view(stored)
+    if view[:4] != _COMPRESSED_MAGIC:
         return stored
-    if len(stored) < _COMPRESSED_HEADER.size:
-        msg = f"compressed state is truncated ({len(stored)} bytes)"
+    if len(view) < _COMPRESSED_HEADER.size:
+        msg = f"compressed state is truncated ({len(view)} bytes)"
         raise StateFormatError(msg)
-    _, version, size = _COMPRESSED_HEADER.unpack_from(stored)
+    _, version, size = _COMPRESSED_HEADER.unpack_from(view)
     if version != _COMPRESSED_VERSION:
         msg = f"unsupported compressed state version {version}"
         raise StateFormatError(msg)
+    if size > _LARGEST_STATE:
+        msg = f"compressed state is corrupt: a size of {size} bytes"
+        raise StateFormatError(msg)
     try:
-        raw = pa.decompress(stored[_COMPRESSED_HEADER.size:], decompressed_size=size,
-                            codec="zstd", asbytes=True)
-    except (OSError, pa.ArrowException) as exc:
+        raw = pa.decompress(view[_COMPRESSED_HEADER.size:], decompressed_size=size,
+                            codec="zstd", asbytes=False)
+    except (OSError, MemoryError, pa.ArrowException) as exc:
         msg = f"compressed state is corrupt: {exc}"
         raise StateFormatError(msg) from exc
-    if len(raw) != size:
-        msg = f"compressed state is corrupt: {len(raw)} bytes, header says {size}"
+    if raw.size != size:
+        msg = f"compressed state is corrupt: {raw.size} bytes, header says {size}"
         raise StateFormatError(msg)
-    return raw
+    return memoryview(raw).cast("B")  # Arrow exports signed chars

@@ -283,6 +283,10 @@ def _frames(
     time_unit: str | None,
 ) -> DataFrame:
     """Run ``factory``'s framer over ``df``; the shared output of every framing."""
+    if by in (*FRAME_COLUMNS, DETAIL_OUT):
+        msg = (f"`by` must not be named like a column of the frames {[*FRAME_COLUMNS, DETAIL_OUT]}"
+               f"; got {by!r} (rename the column first)")
+        raise ValueError(msg)
     value_col = (F.expr(value) if isinstance(value, str) else value).cast("double")
     job = OperatorJob(factory=factory, schema=OUTPUT_SCHEMA, inputs={VALUE: value_col})
     # the adapter reads the time column (and an integer one's unit) and gives the frames'
