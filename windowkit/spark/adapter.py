@@ -114,6 +114,9 @@ class OperatorJob:
         Text inputs the operator takes as pandas Categoricals (Arrow's dictionary codes)
         rather than Python strings: an operator that hashes or compares text then does so
         once per distinct value of a batch instead of once per row.
+    detail : Column, optional
+        The text a malformed row is reported with; default: the row's columns as JSON (a job
+        whose input is already derived from the user's rows carries their JSON itself).
     """
 
     factory: Callable[[], StreamOperator]
@@ -123,6 +126,7 @@ class OperatorJob:
     folded: str | None = None
     flagged: Column | None = None
     categorical: tuple[str, ...] = ()
+    detail: Column | None = None
 
     def shipped(self) -> list[str]:
         """The inputs that travel as columns of their own."""
@@ -233,8 +237,8 @@ def run_operator(
     if job.flagged is not None and job.folded is None:
         msg = "`flagged` needs a `folded` input (flagged rows travel with the folded code 3)"
         raise ValueError(msg)
-    original = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns
-                                    if not c.startswith(INTERNAL_PREFIX)]))
+    original = job.detail if job.detail is not None else F.to_json(
+        F.struct(*[F.col(f"`{c}`") for c in df.columns if not c.startswith(INTERNAL_PREFIX)]))
     key_text = key_col.cast("string")
     if job.folded is not None:
         # a time too far out to fold is not a real event time

@@ -24,6 +24,7 @@ sketches and the same estimates. Estimating in the core rather than with a windo
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from pyspark.sql import Column, DataFrame
@@ -59,6 +60,8 @@ _KEY = "wk_mg_key"
 _VALUE = "wk_mg_value"
 _ITEM = "wk_mg_item"
 _GRANULE = "wk_mg_g"
+_DETAIL = "wk_mg_detail"
+_ROWS = "wk_mg_rows"
 
 
 def multi_granular(
@@ -258,18 +261,15 @@ def recurring_items(
                            late=late)
     else:
         good = _good(valid, micros, key_col)
-        base = df.select(key_col.alias(_KEY), micros.alias(_T_US), item_col.alias(_ITEM),
-                         good.alias("wk_ok"))
+        base = _with_malformed(df, good, key_col, micros, item_col.alias(_ITEM))
         b0, t0 = effective.finest_slide, effective.origin
-        cells = (base.filter("wk_ok")
-                 .withColumn(_GRANULE, _granule(t0, b0))
-                 .groupBy(_KEY, _ITEM, _GRANULE).agg(F.count(F.lit(1)).alias("cell_n"))
+        cells = (base.withColumn(_GRANULE, _granule(t0, b0))
+                 .groupBy(_KEY, _ITEM, _GRANULE, _DETAIL)
+                 .agg(F.count(F.lit(1)).alias("cell_n"), F.count(F.lit(1)).alias(_ROWS))
                  .withColumn(_T_US, F.lit(t0) + F.col(_GRANULE) * F.lit(b0)))
         job = OperatorJob(factory=factory, schema=schema,
                           inputs={"item": F.col(_ITEM), "cell_n": F.col("cell_n")})
-        out = run_operator(cells, job, time=F.timestamp_micros(F.col(_T_US)), key=_KEY,
-                           shards=shards)
-        out = out.unionByName(_rejected(df, good), allowMissingColumns=True)
+        out = _run_cells(cells, job, shards)
     return _finish(out, df, by, schema)
 
 
@@ -297,9 +297,9 @@ def _batch_cells(df: DataFrame, micros: Column, key_col: Column, number: Column,
     spec = config.effective_spec
     b0, t0 = spec.finest_slide, spec.origin
     good = _good(valid, micros, key_col)
-    base = df.select(key_col.alias(_KEY), micros.alias(_T_US), number.alias(_VALUE),
-                     (F.lit(None).cast("string") if item is None else item).alias(_ITEM),
-                     good.alias("wk_ok"))
+    base = _with_malformed(df, good, key_col, micros,
+                           number.alias(_VALUE),
+                           (F.lit(None).cast("string") if item is None else item).alias(_ITEM))
     g = F.col(_GRANULE)
     end = F.lit(t0) + g * F.lit(b0)
     dt = (F.col(_T_US) - end).cast("double")  # within (-b0, 0]: doubles stay exact
@@ -315,25 +315,41 @@ def _batch_cells(df: DataFrame, micros: Column, key_col: Column, number: Column,
     wanted = config.cell_columns
     sketch = ([F.hll_sketch_agg(_ITEM, config.distinct_precision).alias(CELL_HLL)]
               if config.distinct else [])
-    cells = (base.filter("wk_ok").withColumn(_GRANULE, _granule(t0, b0))
+    cells = (base.withColumn(_GRANULE, _granule(t0, b0))
              .withColumn("wk_dt", dt)
-             .groupBy(_KEY, _GRANULE)
-             .agg(*[aggregations[c].alias(c) for c in wanted], *sketch)
+             .groupBy(_KEY, _GRANULE, _DETAIL)
+             .agg(*[aggregations[c].alias(c) for c in wanted], *sketch,
+                  F.count(F.lit(1)).alias(_ROWS))
              .withColumn(_T_US, end))
     inputs = {c: F.col(c).cast("double") for c in wanted}
     if config.distinct:
         inputs[CELL_HLL] = F.col(CELL_HLL)
-    job = OperatorJob(factory=factory, schema=schema, inputs=inputs)
-    out = run_operator(cells, job, time=F.timestamp_micros(F.col(_T_US)), key=_KEY,
-                       shards=shards)
-    return out.unionByName(_rejected(df, good), allowMissingColumns=True)
+    return _run_cells(cells, OperatorJob(factory=factory, schema=schema, inputs=inputs),
+                      shards)
 
 
-def _rejected(df: DataFrame, good: Column) -> DataFrame:
-    """Rows set aside before the JVM aggregation, shaped like the adapter's rejected rows."""
+def _with_malformed(df: DataFrame, good: Column, key_col: Column, micros: Column,
+                    *columns: Column) -> DataFrame:
+    """The rows for the JVM aggregation, malformed ones included: their key and time null
+    (no cell of a key) and their JSON in ``_DETAIL`` (null for the others).
+
+    The malformed rows ride along in the one scan of the input and are reported by the
+    adapter, instead of being found by a second scan of it.
+    """
     original = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
-    return df.filter(~good).select(F.lit("malformed").alias(REJECTED),
-                                   original.alias(DETAIL_OUT))
+    return df.select(F.when(good, key_col).alias(_KEY), F.when(good, micros).alias(_T_US),
+                     *columns, F.when(~good, original).alias(_DETAIL))
+
+
+def _run_cells(cells: DataFrame, job: OperatorJob, shards: int | None) -> DataFrame:
+    """Run ``job`` over the cells; a group of identical malformed rows (grouped by their
+    JSON) becomes one malformed row per copy again."""
+    copies = F.when(F.col(_DETAIL).isNull(), F.array(F.lit(1))).otherwise(
+        F.array_repeat(F.lit(1), F.col(_ROWS).cast("int")))
+    cells = cells.select("*", F.explode(copies).alias("wk_copy")).drop("wk_copy", _ROWS)
+    job = dataclasses.replace(job, valid=F.col(_DETAIL).isNull(), detail=F.col(_DETAIL))
+    return run_operator(cells, job, time=F.timestamp_micros(F.col(_T_US)), key=_KEY,
+                        shards=shards)
 
 
 def _good(valid: Column, micros: Column, key_col: Column) -> Column:
