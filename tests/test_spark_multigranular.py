@@ -135,15 +135,19 @@ def test_plain_aggregates_set_aside_every_bad_row_once(spark):
 def test_a_batch_reads_its_input_once_with_its_malformed_rows(spark, tmp_path):
     """Malformed rows travel with the others through the one scan of the input (a second
     scan to find them read every file again), for aggregates and recurring items alike."""
-    from windowkit.spark import multi_granular, recurring_items
+    from windowkit.spark import multi_granular, recurring_items, split_reports
 
-    spark_frame(spark, records(seed=2)).write.parquet(str(tmp_path / "in"))
+    sdf = spark_frame(spark, records(seed=2))
+    bad = spark.createDataFrame([("9", None, 1.0, None, 1)] * 3, sdf.schema)
+    sdf.unionByName(bad).write.parquet(str(tmp_path / "in"))
     sdf = spark.read.parquet(str(tmp_path / "in"))
     jobs = [multi_granular(sdf, "t", WINDOW, by="source", value="duration"),
             recurring_items(sdf, "t", "protocol", WINDOW, by="source")]
     for out in jobs:
         plan = out._jdf.queryExecution().executedPlan().toString()
-        assert plan.count("FileScan parquet") == 1, plan
+        assert plan.count("Scan parquet") == 1, plan
+        _, rejected = split_reports(out)
+        assert rejected.filter("rejected = 'malformed'").count() == 3
 
 
 def test_recurring_items_batch_equals_core(spark):

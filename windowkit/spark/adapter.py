@@ -115,8 +115,10 @@ class OperatorJob:
         rather than Python strings: an operator that hashes or compares text then does so
         once per distinct value of a batch instead of once per row.
     detail : Column, optional
-        The text a malformed row is reported with; default: the row's columns as JSON (a job
-        whose input is already derived from the user's rows carries their JSON itself).
+        The text a malformed (or flagged) row is reported with, never null for such a row;
+        default: the row's columns as JSON. A job whose input is already derived from the
+        user's rows (batch multi-granular cells) carries their JSON itself. Late rows of a
+        stream are reported with the user's row as it arrived, whatever this is.
     """
 
     factory: Callable[[], StreamOperator]

@@ -7,9 +7,11 @@ copies every row into every window of every level.
 
 On a batch DataFrame the rows are first reduced in the JVM to one *cell* per key and finest
 granule (``groupBy(key, granule)`` with count, sum, min, max and centred moments), so Python
-sees one row per key and granule, not one per input row; the chains then run per shard through
-the generic adapter. On a streaming DataFrame the raw rows go through the adapter (a JVM
-aggregation before a stateful Python operator would hold its own state across micro-batches).
+sees one row per key and granule, not one per input row (and one per malformed row, which
+rides through the same scan and aggregation in a group of its own); the chains then run per
+shard through the generic adapter. On a streaming DataFrame the raw rows go through the
+adapter (a JVM aggregation before a stateful Python operator would hold its own state across
+micro-batches).
 Reports are the same either way.
 
 Distinct counts (``distinct=COL``): on a batch the same ``groupBy(key, granule)`` also builds
@@ -61,7 +63,7 @@ _VALUE = "wk_mg_value"
 _ITEM = "wk_mg_item"
 _GRANULE = "wk_mg_g"
 _DETAIL = "wk_mg_detail"
-_ROWS = "wk_mg_rows"
+_MALFORMED_ID = "wk_mg_malformed"
 
 
 def multi_granular(
@@ -261,11 +263,11 @@ def recurring_items(
                            late=late)
     else:
         good = _good(valid, micros, key_col)
-        base = _with_malformed(df, good, key_col, micros, item_col.alias(_ITEM))
+        base = _with_malformed(df, good, key_col, micros, {_ITEM: item_col})
         b0, t0 = effective.finest_slide, effective.origin
         cells = (base.withColumn(_GRANULE, _granule(t0, b0))
-                 .groupBy(_KEY, _ITEM, _GRANULE, _DETAIL)
-                 .agg(F.count(F.lit(1)).alias("cell_n"), F.count(F.lit(1)).alias(_ROWS))
+                 .groupBy(_KEY, _ITEM, _GRANULE, _MALFORMED_ID, _DETAIL)
+                 .agg(F.count(F.lit(1)).alias("cell_n"))
                  .withColumn(_T_US, F.lit(t0) + F.col(_GRANULE) * F.lit(b0)))
         job = OperatorJob(factory=factory, schema=schema,
                           inputs={"item": F.col(_ITEM), "cell_n": F.col("cell_n")})
@@ -297,9 +299,8 @@ def _batch_cells(df: DataFrame, micros: Column, key_col: Column, number: Column,
     spec = config.effective_spec
     b0, t0 = spec.finest_slide, spec.origin
     good = _good(valid, micros, key_col)
-    base = _with_malformed(df, good, key_col, micros,
-                           number.alias(_VALUE),
-                           (F.lit(None).cast("string") if item is None else item).alias(_ITEM))
+    base = _with_malformed(df, good, key_col, micros, {
+        _VALUE: number, _ITEM: F.lit(None).cast("string") if item is None else item})
     g = F.col(_GRANULE)
     end = F.lit(t0) + g * F.lit(b0)
     dt = (F.col(_T_US) - end).cast("double")  # within (-b0, 0]: doubles stay exact
@@ -317,9 +318,8 @@ def _batch_cells(df: DataFrame, micros: Column, key_col: Column, number: Column,
               if config.distinct else [])
     cells = (base.withColumn(_GRANULE, _granule(t0, b0))
              .withColumn("wk_dt", dt)
-             .groupBy(_KEY, _GRANULE, _DETAIL)
-             .agg(*[aggregations[c].alias(c) for c in wanted], *sketch,
-                  F.count(F.lit(1)).alias(_ROWS))
+             .groupBy(_KEY, _GRANULE, _MALFORMED_ID, _DETAIL)
+             .agg(*[aggregations[c].alias(c) for c in wanted], *sketch)
              .withColumn(_T_US, end))
     inputs = {c: F.col(c).cast("double") for c in wanted}
     if config.distinct:
@@ -329,24 +329,25 @@ def _batch_cells(df: DataFrame, micros: Column, key_col: Column, number: Column,
 
 
 def _with_malformed(df: DataFrame, good: Column, key_col: Column, micros: Column,
-                    *columns: Column) -> DataFrame:
-    """The rows for the JVM aggregation, malformed ones included: their key and time null
-    (no cell of a key) and their JSON in ``_DETAIL`` (null for the others).
+                    columns: dict[str, Column]) -> DataFrame:
+    """The rows for the JVM aggregation, malformed ones included: their key, time and other
+    columns null (no cell of a key), each in a group of its own (a row id), with its JSON in
+    ``_DETAIL`` (null for the others).
 
     The malformed rows ride along in the one scan of the input and are reported by the
-    adapter, instead of being found by a second scan of it.
+    adapter, instead of being found by a second scan of it. The scan then reads every column
+    of the input, for those rows' JSON, even if only the reports are kept.
     """
     original = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
     return df.select(F.when(good, key_col).alias(_KEY), F.when(good, micros).alias(_T_US),
-                     *columns, F.when(~good, original).alias(_DETAIL))
+                     *[F.when(good, column).alias(name) for name, column in columns.items()],
+                     F.when(~good, F.monotonically_increasing_id()).alias(_MALFORMED_ID),
+                     F.when(~good, original).alias(_DETAIL))
 
 
 def _run_cells(cells: DataFrame, job: OperatorJob, shards: int | None) -> DataFrame:
-    """Run ``job`` over the cells; a group of identical malformed rows (grouped by their
-    JSON) becomes one malformed row per copy again."""
-    copies = F.when(F.col(_DETAIL).isNull(), F.array(F.lit(1))).otherwise(
-        F.array_repeat(F.lit(1), F.col(_ROWS).cast("int")))
-    cells = cells.select("*", F.explode(copies).alias("wk_copy")).drop("wk_copy", _ROWS)
+    """Run ``job`` over the cells; the malformed rows among them (``job.valid`` is replaced
+    by that) are reported with their JSON."""
     job = dataclasses.replace(job, valid=F.col(_DETAIL).isNull(), detail=F.col(_DETAIL))
     return run_operator(cells, job, time=F.timestamp_micros(F.col(_T_US)), key=_KEY,
                         shards=shards)
