@@ -143,8 +143,7 @@ def pack_state(
     crc = 0
     for piece in pieces:
         crc = zlib.crc32(piece, crc)
-    length = sum(piece.nbytes if isinstance(piece, memoryview) else len(piece)
-                 for piece in pieces)
+    length = sum(len(piece) for piece in pieces)  # _raw_bytes views are flat bytes
     header = _HEADER.pack(MAGIC, CONTAINER_VERSION, tag_bytes, version, crc, length)
     return b"".join([header, *pieces])
 

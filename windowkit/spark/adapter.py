@@ -239,8 +239,7 @@ def run_operator(
     if job.flagged is not None and job.folded is None:
         msg = "`flagged` needs a `folded` input (flagged rows travel with the folded code 3)"
         raise ValueError(msg)
-    original = job.detail if job.detail is not None else F.to_json(
-        F.struct(*[F.col(f"`{c}`") for c in df.columns if not c.startswith(INTERNAL_PREFIX)]))
+    original = job.detail if job.detail is not None else row_json(df)
     key_text = key_col.cast("string")
     if job.folded is not None:
         # a time too far out to fold is not a real event time
@@ -546,6 +545,20 @@ def _carriers(own: dict[str, Column], job: OperatorJob) -> dict[str, str]:
     shipped = {str(job.inputs[name]): name for name in job.shipped()}
     return {name: shipped.get(str(column), f"{ORIGINAL_PREFIX}{i}")
             for i, (name, column) in enumerate(own.items())}
+
+
+def row_json(df: DataFrame, *, own_only: bool = True) -> Column:
+    """Each row of ``df`` as the JSON text a rejected row is reported with (Spark's
+    ``to_json`` of a struct of its columns; ``own_only``: windowkit's own columns left out).
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(1, "a", 2)], "x int, s string, wk_code int")
+    >>> df.select(row_json(df)).first()[0], df.select(row_json(df, own_only=False)).first()[0]
+    ('{"x":1,"s":"a"}', '{"x":1,"s":"a","wk_code":2}')
+    """
+    return F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns
+                                if not (own_only and c.startswith(INTERNAL_PREFIX))]))
 
 
 def user_column(name: str) -> Column:

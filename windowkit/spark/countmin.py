@@ -73,9 +73,9 @@ from windowkit.core.sketches.operator import (
 from windowkit.core.validation import check_choice, check_in_range, check_int
 from windowkit.spark.adapter import (
     DETAIL_OUT,
-    INTERNAL_PREFIX,
     REJECTED,
     OperatorJob,
+    row_json,
     run_operator,
 )
 from windowkit.spark.event_time import TimeUnit, event_time
@@ -374,11 +374,10 @@ def _merged_partials(prepared: DataFrame, key: Column, site: Column, step: Colum
                                    _SNAPSHOT_SCHEMA) if snapshots else None)
     # Malformed rows stay in the JVM; a reader of the snapshots alone (merge_count_min keeps
     # `rejected` null) never scans the input again: the optimizer drops this branch.
-    own = [F.col(f"`{c}`") for c in prepared.columns if not c.startswith(INTERNAL_PREFIX)]
     rejected = prepared.filter(step.isNull()).select(
         site.alias(SHARD), *[F.lit(None).cast(f.dataType).alias(f.name)
                              for f in _SNAPSHOT_SCHEMA.fields[1:5]],
-        F.lit("malformed").alias(REJECTED), F.to_json(F.struct(*own)).alias(DETAIL_OUT))
+        F.lit("malformed").alias(REJECTED), row_json(prepared).alias(DETAIL_OUT))
     return rejected if out is None else out.unionByName(rejected)
 
 

@@ -130,18 +130,49 @@ def threshold_frames(
         flagged=F.col(_UNEVALUABLE),
         folded=VALUE,
     )
+    check_key_name(by)
     out = run_operator(coded, job, time=time, key=by, shards=shards, late=late,
                        time_unit=time_unit)
-    status = F.coalesce(F.col(REJECTED), F.col("status"))
-    out = out.withColumn("status", status).drop(REJECTED)
-    key_name = by if by is not None else KEY
-    if by is not None:
-        key_type = df.schema[by].dataType
-        out = out.withColumn(KEY, F.col(KEY).cast(key_type))
-    out = out.withColumnRenamed(KEY, key_name)
-    columns = [key_name, "frame_id", "start", "end", "last", "n_tuples", "n_missing", "status",
-               DETAIL_OUT]
-    return out.select(*columns)
+    return frames_output(out, df, by)
+
+
+#: The columns of every framing's output after the key (``by``, or ``key``).
+FRAME_COLUMNS = ["frame_id", "start", "end", "last", "n_tuples", "n_missing", "status",
+                 DETAIL_OUT]
+
+
+def check_key_name(by: str | None) -> None:
+    """Refuse a key column named like a column of the frames (the output would have two).
+
+    Examples
+    --------
+    >>> check_key_name("start")
+    Traceback (most recent call last):
+    ...
+    ValueError: `by` must not be named like a column of the frames ['frame_id', 'start', \
+'end', 'last', 'n_tuples', 'n_missing', 'status', 'detail']; got 'start' (rename the column first)
+    """
+    if by in FRAME_COLUMNS:
+        msg = (f"`by` must not be named like a column of the frames {FRAME_COLUMNS}; got {by!r}"
+               " (rename the column first)")
+        raise ValueError(msg)
+
+
+def frames_output(out: DataFrame, df: DataFrame, by: str | None) -> DataFrame:
+    """The adapter's frames as every framing gives them: the key back in ``by``'s type and
+    name, a rejected row's reason in ``status``, in one projection.
+
+    Examples
+    --------
+    >>> frames = threshold_frames(spark.createDataFrame([("s1", 1, 40)], "s string, t long, x int"),
+    ...                           "t", "x > 32", by="s", time_unit="s")
+    >>> frames.columns[:3]
+    ['s', 'frame_id', 'start']
+    """
+    key = F.col(KEY) if by is None else F.col(KEY).cast(df.schema[by].dataType).alias(by)
+    status = F.coalesce(F.col(REJECTED), F.col("status")).alias("status")
+    return out.select(key, *[status if name == "status" else F.col(name)
+                             for name in FRAME_COLUMNS])
 
 
 def split_rejected(result: DataFrame) -> tuple[DataFrame, DataFrame]:

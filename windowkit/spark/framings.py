@@ -33,10 +33,8 @@ from windowkit.core.frames._engine import SequenceFramer, SequenceFrameSpec
 from windowkit.core.frames.aggregate import AggregateFraming
 from windowkit.core.frames.boundary import BoundaryFraming
 from windowkit.core.frames.delta import DeltaFraming
-from windowkit.core.operator import KEY
-from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, run_operator
-
-FRAME_COLUMNS = ["frame_id", "start", "end", "last", "n_tuples", "n_missing", "status"]
+from windowkit.spark.adapter import OperatorJob, run_operator
+from windowkit.spark.frames import check_key_name, frames_output
 
 
 def boundary_frames(
@@ -283,20 +281,14 @@ def _frames(
     time_unit: str | None,
 ) -> DataFrame:
     """Run ``factory``'s framer over ``df``; the shared output of every framing."""
-    if by in (*FRAME_COLUMNS, DETAIL_OUT):
-        msg = (f"`by` must not be named like a column of the frames {[*FRAME_COLUMNS, DETAIL_OUT]}"
-               f"; got {by!r} (rename the column first)")
-        raise ValueError(msg)
+    check_key_name(by)
     value_col = (F.expr(value) if isinstance(value, str) else value).cast("double")
     job = OperatorJob(factory=factory, schema=OUTPUT_SCHEMA, inputs={VALUE: value_col})
     # the adapter reads the time column (and an integer one's unit) and gives the frames'
     # times back in the column's own kind
     out = run_operator(df, job, time=time, key=by, shards=shards, late=late,
                        time_unit=time_unit)
-    key = F.col(KEY) if by is None else F.col(KEY).cast(df.schema[by].dataType).alias(by)
-    status = F.coalesce(F.col(REJECTED), F.col("status")).alias("status")
-    return out.select(key, *[status if name == "status" else F.col(name)
-                             for name in FRAME_COLUMNS], DETAIL_OUT)
+    return frames_output(out, df, by)
 
 
 def framing_functions() -> dict[str, Any]:

@@ -26,7 +26,6 @@ sketches and the same estimates. Estimating in the core rather than with a windo
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 from pyspark.sql import Column, DataFrame
@@ -52,6 +51,7 @@ from windowkit.spark.adapter import (
     DETAIL_OUT,
     REJECTED,
     OperatorJob,
+    row_json,
     run_operator,
     user_column,
 )
@@ -269,9 +269,8 @@ def recurring_items(
                  .groupBy(_KEY, _ITEM, _GRANULE, _MALFORMED_ID, _DETAIL)
                  .agg(F.count(F.lit(1)).alias("cell_n"))
                  .withColumn(_T_US, F.lit(t0) + F.col(_GRANULE) * F.lit(b0)))
-        job = OperatorJob(factory=factory, schema=schema,
-                          inputs={"item": F.col(_ITEM), "cell_n": F.col("cell_n")})
-        out = _run_cells(cells, job, shards)
+        out = _run_cells(cells, factory, schema,
+                         {"item": F.col(_ITEM), "cell_n": F.col("cell_n")}, shards)
     return _finish(out, df, by, schema)
 
 
@@ -324,8 +323,7 @@ def _batch_cells(df: DataFrame, micros: Column, key_col: Column, number: Column,
     inputs = {c: F.col(c).cast("double") for c in wanted}
     if config.distinct:
         inputs[CELL_HLL] = F.col(CELL_HLL)
-    return _run_cells(cells, OperatorJob(factory=factory, schema=schema, inputs=inputs),
-                      shards)
+    return _run_cells(cells, factory, schema, inputs, shards)
 
 
 def _with_malformed(df: DataFrame, good: Column, key_col: Column, micros: Column,
@@ -338,17 +336,19 @@ def _with_malformed(df: DataFrame, good: Column, key_col: Column, micros: Column
     adapter, instead of being found by a second scan of it. The scan then reads every column
     of the input, for those rows' JSON, even if only the reports are kept.
     """
-    original = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
+    original = row_json(df, own_only=False)
     return df.select(F.when(good, key_col).alias(_KEY), F.when(good, micros).alias(_T_US),
                      *[F.when(good, column).alias(name) for name, column in columns.items()],
                      F.when(~good, F.monotonically_increasing_id()).alias(_MALFORMED_ID),
                      F.when(~good, original).alias(_DETAIL))
 
 
-def _run_cells(cells: DataFrame, job: OperatorJob, shards: int | None) -> DataFrame:
-    """Run ``job`` over the cells; the malformed rows among them (``job.valid`` is replaced
-    by that) are reported with their JSON."""
-    job = dataclasses.replace(job, valid=F.col(_DETAIL).isNull(), detail=F.col(_DETAIL))
+def _run_cells(cells: DataFrame, factory, schema, inputs: dict[str, Column],
+               shards: int | None) -> DataFrame:
+    """Run the operator over the cells; the malformed rows among them are reported with
+    their JSON."""
+    job = OperatorJob(factory=factory, schema=schema, inputs=inputs,
+                      valid=F.col(_DETAIL).isNull(), detail=F.col(_DETAIL))
     return run_operator(cells, job, time=F.timestamp_micros(F.col(_T_US)), key=_KEY,
                         shards=shards)
 

@@ -27,7 +27,7 @@ from pyspark.sql import types as T
 from windowkit.core.durations import origin_micros, to_micros
 from windowkit.core.persistence.operator import ITEM, PersistentItemsOperator
 from windowkit.core.validation import check_in_range, check_int
-from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, run_operator
+from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, row_json, run_operator
 from windowkit.spark.event_time import EventTime, TimeUnit, event_time
 
 REPORTED = "persistent"
@@ -303,7 +303,7 @@ def exact_persistent_items(
         "window_end_slot", *bounds, F.col(ITEM).alias(item),
         F.col("p").cast("long").alias("persistence"), F.lit(REPORTED).alias("status"),
         F.lit(None).cast("string").alias(DETAIL_OUT))
-    original = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
+    original = row_json(df, own_only=False)
     rejected = df.where(~F.coalesce(usable, F.lit(False))).select(
         *[F.lit(None).cast(f.dataType).alias(f.name) for f in reported.schema.fields[:5]],
         F.lit("malformed").alias("status"), original.alias(DETAIL_OUT))
