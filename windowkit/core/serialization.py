@@ -230,7 +230,7 @@ windowkit reads DEMO version 2 only
         msg = (f"{tag} state has format version {got_version}; "
                f"this windowkit reads {tag} {which}")
         raise StateFormatError(msg)
-    body = memoryview(blob)[_HEADER.size :]  # not a copy of the state's bytes
+    body = blob[_HEADER.size :]  # a view (_byte_view), not a copy of the state's bytes
     if len(body) != length:
         msg = f"{tag} state is truncated or padded: {len(body)} body bytes, header says {length}"
         raise StateFormatError(msg)
