@@ -40,6 +40,12 @@ class StreamOperator(ABC):
     #: (e.g. each key's rows by time, stably), with the output it gives them in time order;
     #: the runner then skips its time sort of all rows, which such an operator would undo.
     ORDERS_ROWS_ITSELF: ClassVar[bool] = False
+    #: True if the state and the output are a union of independent per-key parts: a key's
+    #: output depends only on its own rows and the watermarks, and nothing else is kept
+    #: between batches. An engine may then store the keys in separate chunks
+    #: (:mod:`windowkit.core.chunks`) and load only those a batch touches. Such an operator
+    #: implements :meth:`key_state`, :meth:`load_key_state` and :meth:`key_deadlines`.
+    KEY_PARTITIONED: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -85,6 +91,23 @@ class StreamOperator(ABC):
     def empty_output(self) -> pd.DataFrame:
         """An empty frame with the output schema's columns and dtypes."""
         return empty_frame(self.output_schema)
+
+    def key_state(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The keys held (int64 or objects) and the per-key state, arrays whose first axis
+        runs over the keys (``KEY_PARTITIONED`` operators only)."""
+        msg = f"{type(self).__name__} does not keep its state per key"
+        raise NotImplementedError(msg)
+
+    def load_key_state(self, keys: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
+        """Hold exactly the keys and state of a :meth:`key_state` result (of an operator with
+        the same parameters), replacing any held (``KEY_PARTITIONED`` operators only)."""
+        msg = f"{type(self).__name__} does not keep its state per key"
+        raise NotImplementedError(msg)
+
+    def key_deadlines(self) -> np.ndarray | None:
+        """Each held key's smallest watermark at which :meth:`advance` would emit something
+        for it (int64 max: none), in :meth:`key_state` order; None if no key has one."""
+        return None
 
 
 def empty_frame(schema: list[tuple[str, str]]) -> pd.DataFrame:

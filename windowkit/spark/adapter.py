@@ -51,6 +51,7 @@ from windowkit.core.durations import to_micros
 from windowkit.core.operator import KEY, TIME, EventTimeRunner, StreamOperator, empty_frame
 from windowkit.core.serialization import compress_state, decompress_state
 from windowkit.core.validation import check_int
+from windowkit.spark.chunk_store import ChunkStore
 from windowkit.spark.event_time import event_time
 
 SHARD = "wk_shard"  # no leading "__": TWS renames such columns positionally
@@ -711,20 +712,30 @@ class _RunnerProcessor(StatefulProcessor):
         self.handle = handle
         schema = T.StructType([T.StructField("runner", T.BinaryType(), True)])
         self.state = handle.getValueState("runner", schema)
+        # an operator whose state is per key keeps its keys in chunks once there are many
+        self.store = (ChunkStore(handle, self.state, self.factory)
+                      if type(self.factory()).KEY_PARTITIONED else None)
+        self.index = None
 
-    def _load(self) -> EventTimeRunner:
+    def _load(self, keys=(), watermark: int | None = None) -> EventTimeRunner:
+        if self.store is not None:
+            runner, self.index = self.store.load(keys, watermark)
+            return runner
         stored = self.state.get()  # one round trip to the JVM (exists() would be another)
         if stored is not None:
             return EventTimeRunner.from_bytes(decompress_state(stored[0]))
         return EventTimeRunner(self.factory())
 
     def _save(self, runner: EventTimeRunner) -> None:
-        # compressed: Spark's state API moves bytes at 50-100 MB/s, a state's arrays
-        # compress tenfold at 0.6 GB/s (and the checkpoint keeps a tenth of the bytes)
-        self.state.update((compress_state(runner.to_bytes()),))
+        if self.store is not None:
+            due = self.store.save(runner, self.index)
+        else:
+            # compressed: Spark's state API moves bytes at 50-100 MB/s, a state's arrays
+            # compress tenfold at 0.6 GB/s (and the checkpoint keeps a tenth of the bytes)
+            self.state.update((compress_state(runner.to_bytes()),))
+            due = runner.next_timer()
         for timer in list(self.handle.listTimers()):
             self.handle.deleteTimer(timer)
-        due = runner.next_timer()
         if due is not None:
             # µs -> ms, rounded up. Spark's watermark starts at 0 ms, so a timer at or before
             # 0 ms fires at once and, re-registered by its own handler at the same time, is
@@ -732,17 +743,20 @@ class _RunnerProcessor(StatefulProcessor):
             self.handle.registerTimer(max(1, -(-due // 1000)))
 
     def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> Iterator:
-        runner = self._load()
         good, rejected = _take_rejected(_unpack_rows(rows),
                                         self.shipped + self.original_columns, self.has_flags)
         originals = good.select(self.carrier_columns) if self.carrier_columns else None
         good = _arrow_to_frame(good.select([KEY, TIME, *self.shipped]), self.folded,
                                self.categorical)
+        watermark, next_at_least = (_watermark_us(timerValues),
+                                    self._next_watermark_at_least(good))
+        runner = self._load(good[KEY], max((w for w in (watermark, next_at_least)
+                                            if w is not None), default=None))
         # Spark's rule: a row is late if the watermark in force when its micro-batch starts
         # has passed it, so apply this batch's watermark before admitting the rows.
-        settled = runner.advance(_watermark_us(timerValues))
+        settled = runner.advance(watermark)
         output, late = runner.push(good)
-        ahead = runner.advance(self._next_watermark_at_least(good))
+        ahead = runner.advance(next_at_least)
         output = pd.concat([o for o in (settled, output, ahead) if len(o)] or [output],
                            ignore_index=True)
         if len(late):
@@ -753,8 +767,9 @@ class _RunnerProcessor(StatefulProcessor):
                                self.shard_of[int(key[0])])
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator:
-        runner = self._load()
-        output = runner.advance(_watermark_us(timerValues))
+        watermark = _watermark_us(timerValues)
+        runner = self._load((), watermark)
+        output = runner.advance(watermark)
         self._save(runner)
         yield _to_spark_frame(output, pd.DataFrame(), runner.operator.output_schema,
                                self.shard_of[int(key[0])])

@@ -220,6 +220,8 @@ class SequenceFramer(StreamOperator):
     FORMAT_TAG = "SEQFRAME"
     FORMAT_VERSION = 1
     ORDERS_ROWS_ITSELF = True
+    # every per-key field lives in _KeyStates; the framing and the spec are parameters
+    KEY_PARTITIONED = True
 
     def __init__(self, framing: Any, spec: SequenceFrameSpec) -> None:
         if framing.span not in ("maximal", "minimal"):
@@ -369,6 +371,64 @@ class SequenceFramer(StreamOperator):
         if deadline is None or not np.any(deadline != np.iinfo(np.int64).max):
             return None
         return int(deadline.min())
+
+    # ------------------------------------------------------------------ per-key parts
+    def key_state(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The keys held, in slot order, and their state arrays (``fstate``: the framing's
+        float state, one row per key).
+
+        Examples
+        --------
+        >>> from windowkit.core.frames import DeltaFramer
+        >>> f = DeltaFramer(2.0)
+        >>> _ = f.update(np.array([1, 2]), [0.0, 1.0], key=np.array(["b", "a"]))
+        >>> keys, arrays = f.key_state()
+        >>> keys.tolist(), arrays["fstate"].shape
+        (['b', 'a'], (2, 2))
+        """
+        st = self._state
+        keys = (np.asarray(st.keys, dtype=np.int64)
+                if st.keys and all(isinstance(k, (int, np.integer)) for k in st.keys)
+                else np.asarray(st.keys, dtype=object))
+        return keys, {**st.ints, "fstate": st.fstate}
+
+    def load_key_state(self, keys: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
+        """Hold exactly ``keys`` with the state ``arrays`` (of :meth:`key_state`).
+
+        Examples
+        --------
+        >>> from windowkit.core.frames import DeltaFramer
+        >>> f, g = DeltaFramer(2.0), DeltaFramer(2.0)
+        >>> _ = f.update(np.array([1]), [0.0], key=np.array(["a"]))
+        >>> g.load_key_state(*f.key_state())
+        >>> g.finish()["key"].tolist()
+        ['a']
+        """
+        st = self._state
+        if (set(arrays) != {*_INT_FIELDS, "fstate"}
+                or any(len(a) != len(keys) for a in arrays.values())
+                or arrays["fstate"].shape[1:] != st.initial.shape):
+            msg = f"{type(self).__name__} key state: wrong fields or shapes"
+            raise ValueError(msg)
+        state = _KeyStates(st.initial)
+        state.keys = keys.tolist()
+        state.index = dict(zip(state.keys, range(len(state.keys)), strict=True))
+        state.ints = {name: np.asarray(arrays[name], dtype=np.int64) for name in _INT_FIELDS}
+        state.fstate = np.asarray(arrays["fstate"], dtype=np.float64)
+        self._state = state
+
+    def key_deadlines(self) -> np.ndarray | None:
+        """Each key's smallest watermark at which :meth:`advance` settles its frame.
+
+        Examples
+        --------
+        >>> from windowkit.core.frames import DeltaFramer
+        >>> f = DeltaFramer(5.0, schedule=10)
+        >>> _ = f.update(np.array([0]), [1.0])
+        >>> f.key_deadlines().tolist()
+        [14]
+        """
+        return self._deadlines()
 
     def _deadlines(self) -> np.ndarray | None:
         period = self.spec.schedule

@@ -194,6 +194,14 @@ def predicate_codes(values: np.ndarray | pd.Series | list) -> np.ndarray:
     return codes
 
 
+def _keys_array(keys: list) -> np.ndarray:
+    """Keys as int64 if every one is an integer (as :meth:`ThresholdFramer.to_bytes` stores
+    them), else as objects."""
+    if keys and all(isinstance(k, (int, np.integer)) for k in keys):
+        return np.asarray(keys, dtype=np.int64)
+    return np.asarray(keys, dtype=object)
+
+
 class _KeyState:
     """Per-key state as parallel numpy arrays indexed by a slot number."""
 
@@ -269,6 +277,8 @@ class ThresholdFramer(StreamOperator):
     FORMAT_TAG = "THRFRAME"
     FORMAT_VERSION = 1
     ORDERS_ROWS_ITSELF = True
+    # every per-key field lives in _KeyState; the spec is the only thing the keys share
+    KEY_PARTITIONED = True
 
     def __init__(
         self,
@@ -416,6 +426,58 @@ class ThresholdFramer(StreamOperator):
         if deadline is None or not self._state.open.any():
             return None
         return int(deadline[self._state.open].min())
+
+    # ------------------------------------------------------------------ per-key parts
+    def key_state(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The keys held, in slot order, and their state arrays.
+
+        Examples
+        --------
+        >>> f = ThresholdFramer("1 rows")
+        >>> _ = f.update(np.array([1, 2]), [True, False], key=np.array(["b", "a"]))
+        >>> keys, arrays = f.key_state()
+        >>> keys.tolist(), arrays["open"].tolist()
+        (['b', 'a'], [True, False])
+        """
+        return _keys_array(self._state.keys), dict(self._state.arrays)
+
+    def load_key_state(self, keys: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
+        """Hold exactly ``keys`` with the state ``arrays`` (of :meth:`key_state`).
+
+        Examples
+        --------
+        >>> f = ThresholdFramer("1 rows")
+        >>> _ = f.update(np.array([1]), [True], key=np.array(["a"]))
+        >>> g = ThresholdFramer("1 rows")
+        >>> g.load_key_state(*f.key_state())
+        >>> g.finish()[["key", "start"]].values.tolist()
+        [['a', 1]]
+        """
+        if set(arrays) != set(_KeyState.FIELDS) or any(len(a) != len(keys)
+                                                       for a in arrays.values()):
+            msg = "ThresholdFramer key state: wrong fields or lengths"
+            raise ValueError(msg)
+        state = _KeyState()
+        state.keys = keys.tolist()
+        state.index = dict(zip(state.keys, range(len(state.keys)), strict=True))
+        state.arrays = {name: np.asarray(arrays[name], dtype=dtype)
+                        for name, dtype in _KeyState.FIELDS.items()}
+        self._state = state
+
+    def key_deadlines(self) -> np.ndarray | None:
+        """Each key's smallest watermark at which :meth:`advance` closes its frame.
+
+        Examples
+        --------
+        >>> f = ThresholdFramer("1 rows", schedule=10)
+        >>> _ = f.update(np.array([0, 0]), [True, False], key=np.array(["a", "b"]))
+        >>> f.key_deadlines().tolist() == [14, np.iinfo(np.int64).max]
+        True
+        """
+        deadline = self._deadlines()
+        if deadline is None:
+            return None
+        return np.where(self._state.open, deadline, np.iinfo(np.int64).max)
 
     def _deadlines(self) -> np.ndarray | None:
         if self.spec.schedule is None or self.spec.missing != "unsatisfied":

@@ -1,0 +1,214 @@
+"""A shard's streaming state in chunks of keys: a micro-batch reads and writes what it touches.
+
+A shard of the Spark adapter runs one :class:`~windowkit.core.operator.EventTimeRunner` over
+many keys. For a ``KEY_PARTITIONED`` operator its state lives in three state variables of
+``transformWithStateInPandas``:
+
+* ``runner`` (ValueState): the runner without its operator's keys: watermark, late count and
+  the rows waiting for the watermark (their number follows the input rate and the watermark
+  delay, not the keys held). While a shard holds few keys (``SPLIT_AT``) its keys stay here
+  too, the layout of every checkpoint written before chunks, which is read as it is;
+* ``wk_chunks`` (MapState): chunk number -> the keys of that chunk and their state
+  (:mod:`windowkit.core.chunks`), about ``KEYS_PER_CHUNK`` keys a chunk; the chunk count is a
+  power of two that doubles as the keys grow (every chunk is then read and cut again, once per
+  doubling);
+* ``wk_index`` (ValueState): the chunk count, the keys held, and the chunks whose keys have a
+  deadline (a watermark at which the operator settles output without a row), with it.
+
+A micro-batch loads the chunks of its rows' keys, of the buffered rows its watermark releases
+and of the due deadlines, runs the operator once over them, and writes back only those. A chunk
+that is not loaded does not see the micro-batch's watermark, which changes nothing: its
+deadline lies beyond that watermark, so the operator's ``advance`` would settle none of its
+keys. Reads and writes are pipelined (:mod:`windowkit.spark.state_calls`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from windowkit.core.chunks import chunk_of, decode_chunks, encode_chunks
+from windowkit.core.operator import KEY, TIME, EventTimeRunner, StreamOperator
+from windowkit.core.serialization import (
+    compress_state,
+    decompress_state,
+    pack_state,
+    state_decoder,
+    unpack_state,
+)
+from windowkit.spark.state_calls import get_many, remove_many, update_many
+
+NO_DEADLINE = np.iinfo(np.int64).max
+#: A shard keeps its keys in the ``runner`` value up to this many keys: one read and one write
+#: a micro-batch, as cheap as it gets for a small state.
+SPLIT_AT = 4096
+#: Keys a chunk holds on average once split. A chunk costs two state calls a micro-batch that
+#: touches it (about 0.1 ms each, pipelined) and carries its other keys' bytes along.
+KEYS_PER_CHUNK = 64
+#: Fewest chunks a split shard has.
+MIN_CHUNKS = 64
+
+
+@dataclass
+class ShardIndex:
+    """The ``wk_index`` value: chunk count, keys held, and the chunks with a deadline.
+
+    Examples
+    --------
+    >>> index = ShardIndex(chunks=64, keys=300, deadlines={3: 5_000})
+    >>> back = ShardIndex.from_bytes(index.to_bytes())
+    >>> back.chunks, back.keys, back.due(4_999), back.due(5_000), back.earliest()
+    (64, 300, [], [3], 5000)
+    """
+
+    FORMAT_TAG = "WKSHARD"
+    FORMAT_VERSION = 1
+
+    chunks: int
+    keys: int
+    deadlines: dict[int, int]
+
+    def due(self, watermark: int | None) -> list[int]:
+        """Chunks whose deadline ``watermark`` reaches."""
+        if watermark is None:
+            return []
+        return sorted(c for c, d in self.deadlines.items() if d <= watermark)
+
+    def earliest(self) -> int | None:
+        """The earliest deadline of any chunk."""
+        return min(self.deadlines.values(), default=None)
+
+    def to_bytes(self) -> bytes:
+        """Serialize the index."""
+        chunks = np.fromiter(self.deadlines, dtype=np.int64, count=len(self.deadlines))
+        due = np.fromiter(self.deadlines.values(), dtype=np.int64, count=len(self.deadlines))
+        return compress_state(pack_state(
+            self.FORMAT_TAG, self.FORMAT_VERSION, {"chunks": self.chunks, "keys": self.keys},
+            {"chunk": chunks, "deadline": due}))
+
+    @classmethod
+    @state_decoder
+    def from_bytes(cls, blob: bytes) -> ShardIndex:
+        """Rebuild an index from :meth:`to_bytes` output."""
+        meta, arrays = unpack_state(decompress_state(blob), cls.FORMAT_TAG, cls.FORMAT_VERSION)
+        deadlines = dict(zip(arrays["chunk"].tolist(), arrays["deadline"].tolist(), strict=True))
+        return cls(int(meta["chunks"]), int(meta["keys"]), deadlines)
+
+
+class ChunkStore:
+    """Load and save the runner of a shard whose operator is ``KEY_PARTITIONED``.
+
+    Parameters
+    ----------
+    handle : StatefulProcessorHandle
+        The processor's handle (state variables are declared in ``init``).
+    runner_state : ValueState
+        The adapter's ``runner`` value.
+    factory : callable
+        Builds a fresh operator (the template of the chunks' layout).
+    """
+
+    def __init__(self, handle, runner_state, factory) -> None:
+        from pyspark.sql import types as T
+
+        binary = T.StructType([T.StructField("state", T.BinaryType(), True)])
+        chunk_key = T.StructType([T.StructField("chunk", T.LongType(), True)])
+        self.runner_state = runner_state
+        self.index_state = handle.getValueState("wk_index", binary)
+        self.chunk_state = handle.getMapState("wk_chunks", chunk_key, binary)
+        self.factory = factory
+        self.template = factory().key_state()[1]
+        #: Chunks read and written by the last :meth:`save` (tests count them).
+        self.last_read: list[int] = []
+        self.last_written: list[int] = []
+        self._loaded = 0  # keys the chunks read by load() held
+
+    def load(self, keys, watermark: int | None) -> tuple[EventTimeRunner, ShardIndex | None]:
+        """The shard's runner holding the keys a micro-batch needs: those of ``keys`` (its
+        rows), of the buffered rows ``watermark`` releases and of the deadlines it reaches."""
+        stored = self.runner_state.get()
+        runner = (EventTimeRunner.from_bytes(decompress_state(stored[0]))
+                  if stored is not None else EventTimeRunner(self.factory()))
+        value = self.index_state.get()
+        index = ShardIndex.from_bytes(value[0]) if value is not None else None
+        self.last_read, self._loaded = [], 0
+        if index is None:
+            return runner, None
+        wanted = set(np.unique(chunk_of(keys, index.chunks)).tolist()) if len(keys) else set()
+        buffer = runner._buffer
+        if buffer is not None and len(buffer) and watermark is not None:
+            released = buffer[KEY][buffer[TIME].to_numpy() <= watermark]
+            wanted.update(np.unique(chunk_of(released, index.chunks)).tolist())
+        wanted.update(index.due(watermark))
+        self._read(runner.operator, index, sorted(wanted))
+        return runner, index
+
+    def save(self, runner: EventTimeRunner, index: ShardIndex | None) -> int | None:
+        """Write the runner back (its keys into their chunks once the shard is split);
+        return the event time of the shard's next timer, if any."""
+        operator = runner.operator
+        keys, arrays = operator.key_state()
+        held = len(keys) if index is None else index.keys - self._loaded + len(keys)
+        self.last_written = []
+        if index is None and held <= SPLIT_AT:
+            self.runner_state.update((compress_state(runner.to_bytes()),))
+            self.index_state.clear()
+            return runner.next_timer()
+        chunks = max(index.chunks if index else 1, _chunk_count(held))
+        if index is None or chunks != index.chunks:  # first split, or the chunks double
+            stale = set()
+            if index is not None:
+                unread = sorted(set(range(index.chunks)) - set(self.last_read))
+                self._read(operator, index, unread, keep=True)
+                keys, arrays = operator.key_state()
+                stale = set(self.last_read)  # every chunk that exists
+            index = ShardIndex(chunks, len(keys), {})
+        else:
+            stale = set(self.last_read)
+            index.keys = held
+        ids = chunk_of(keys, chunks)
+        blobs = encode_chunks(keys, arrays, ids)
+        update_many(self.chunk_state, [((c,), (blob,)) for c, blob in blobs.items()])
+        remove_many(self.chunk_state, [(c,) for c in sorted(stale - set(blobs))])
+        for c in stale | set(blobs):
+            index.deadlines.pop(c, None)
+        deadlines = operator.key_deadlines()
+        if deadlines is not None and len(keys):
+            has = deadlines != NO_DEADLINE
+            for c, d in zip(ids[has].tolist(), deadlines[has].tolist(), strict=True):
+                index.deadlines[c] = min(d, index.deadlines.get(c, NO_DEADLINE))
+        self.last_written = sorted(blobs)
+        shell = EventTimeRunner(self.factory())
+        shell.watermark, shell.late_rows, shell._buffer = (runner.watermark, runner.late_rows,
+                                                           runner._buffer)
+        self.runner_state.update((compress_state(shell.to_bytes()),))
+        self.index_state.update((index.to_bytes(),))
+        candidates = [t for t in (shell.next_timer(), index.earliest()) if t is not None]
+        return min(candidates) if candidates else None
+
+    def _read(self, operator: StreamOperator, index: ShardIndex, chunks: list[int],
+              keep: bool = False) -> None:
+        """Load ``chunks`` into ``operator`` (adding to its keys if ``keep``)."""
+        values = get_many(self.chunk_state, [(c,) for c in chunks])
+        found = [c for c, v in zip(chunks, values, strict=True) if v is not None]
+        blobs = [v[0] for v in values if v is not None]
+        self.last_read = sorted(set(self.last_read) | set(found)) if keep else found
+        held_keys, held_arrays = operator.key_state() if keep else (None, None)
+        keys, arrays = decode_chunks(blobs, self.template)
+        if keep and len(held_keys):
+            keys = np.concatenate([held_keys, keys]) if keys.dtype == held_keys.dtype else \
+                np.concatenate([held_keys.astype(object), keys.astype(object)])
+            arrays = {n: np.concatenate([held_arrays[n], arrays[n]]) for n in arrays}
+        operator.load_key_state(keys, arrays)
+        if not keep:
+            self._loaded = len(keys)
+
+
+def _chunk_count(keys: int) -> int:
+    """The power of two giving at most ``KEYS_PER_CHUNK`` keys a chunk on average (at least
+    ``MIN_CHUNKS``)."""
+    chunks = MIN_CHUNKS
+    while keys > chunks * KEYS_PER_CHUNK:
+        chunks *= 2
+    return chunks
