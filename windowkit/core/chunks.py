@@ -21,10 +21,15 @@ from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from windowkit.core.hashing import hash64
-from windowkit.core.serialization import StateFormatError, compress_state, decompress_state
+from windowkit.core.serialization import (
+    StateFormatError,
+    _decode_utf8,
+    _utf8_strings,
+    compress_state,
+    decompress_state,
+)
 
 #: Seed of the chunk hash; part of the stored state's layout, never to change.
 CHUNK_SEED = 0x5EED_C4A2
@@ -120,10 +125,11 @@ def encode_chunks(keys: np.ndarray, arrays: dict[str, np.ndarray],
         key_bytes = np.ascontiguousarray(np.asarray(keys, dtype=np.int64)[order])
         lengths = key_offsets = None
     else:
-        text = _as_text(np.asarray(keys, dtype=object)[order])
-        key_offsets = np.frombuffer(text.buffers()[1], dtype=np.int64)[:n + 1]
-        key_bytes = np.frombuffer(text.buffers()[2] or b"", dtype=np.uint8)
-        lengths = np.diff(key_offsets).astype(np.uint32)
+        text_lengths, text = _utf8_strings(np.asarray(keys, dtype=object)[order])
+        key_offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(text_lengths, out=key_offsets[1:])
+        key_bytes = np.frombuffer(text, dtype=np.uint8)
+        lengths = text_lengths.astype(np.uint32)
     fingerprint = zlib.crc32(layout_of(arrays))
     columns = [np.ascontiguousarray(arrays[name][order]) for name in sorted(arrays)]
     kind = _INT_KEYS if integer else _STR_KEYS
@@ -221,26 +227,12 @@ def decode_chunks(blobs: Iterable[bytes | memoryview],
     if kinds == {_INT_KEYS}:
         keys = np.frombuffer(b"".join(key_parts), dtype=np.int64).copy()
     elif total:
-        offsets = np.zeros(total + 1, dtype=np.int64)
-        np.cumsum(np.concatenate(length_parts), out=offsets[1:])
-        text = pa.LargeStringArray.from_buffers(total, pa.py_buffer(offsets),
-                                                pa.py_buffer(b"".join(key_parts)))
-        try:
-            text.validate(full=True)  # invalid UTF-8 is damage, not keys
-        except pa.ArrowInvalid as exc:
-            msg = f"state chunk keys are corrupt: {exc}"
-            raise StateFormatError(msg) from exc
-        keys = text.to_numpy(zero_copy_only=False).astype(object)
+        lengths = np.concatenate(length_parts).astype("<i8")
+        keys = _decode_utf8(memoryview(b"".join(key_parts)), 0, lengths, "keys", "chunk")
+        keys = keys.astype(object)
     else:
         keys = np.zeros(0, dtype=object)
     return keys, arrays
-
-
-def _as_text(keys: np.ndarray) -> pa.LargeStringArray:
-    """Keys as Arrow text: ``str`` values as they are, any other value by ``str(v)``."""
-    if all(type(k) is str for k in keys.tolist()):
-        return pa.array(keys, type=pa.large_string())
-    return pa.array([str(k) for k in keys.tolist()], type=pa.large_string())
 
 
 def _checked(view: bytes | memoryview) -> memoryview:

@@ -695,6 +695,8 @@ class _RunnerProcessor(StatefulProcessor):
         self.folded = folded
         self.delay_us = delay_us
         self.shard_of = {group: shard for shard, group in enumerate(group_ids)}
+        self.store: ChunkStore | None = None  # set by init() for a KEY_PARTITIONED operator
+        self.index = None
 
     def _next_watermark_at_least(self, rows: pd.DataFrame) -> int | None:
         """A bound the next micro-batch's watermark cannot fall below.
@@ -715,7 +717,6 @@ class _RunnerProcessor(StatefulProcessor):
         # an operator whose state is per key keeps its keys in chunks once there are many
         self.store = (ChunkStore(handle, self.state, self.factory)
                       if type(self.factory()).KEY_PARTITIONED else None)
-        self.index = None
 
     def _load(self, keys=(), watermark: int | None = None) -> EventTimeRunner:
         if self.store is not None:

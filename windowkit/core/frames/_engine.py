@@ -60,6 +60,7 @@ from windowkit.core.durations import Duration
 from windowkit.core.frames.threshold import (
     OUTPUT_SCHEMA,
     VALUE,
+    _keys_array,
     check_schedule,
     parse_frame_lengths,
 )
@@ -387,10 +388,7 @@ class SequenceFramer(StreamOperator):
         (['b', 'a'], (2, 2))
         """
         st = self._state
-        keys = (np.asarray(st.keys, dtype=np.int64)
-                if st.keys and all(isinstance(k, (int, np.integer)) for k in st.keys)
-                else np.asarray(st.keys, dtype=object))
-        return keys, {**st.ints, "fstate": st.fstate}
+        return _keys_array(st.keys), {**st.ints, "fstate": st.fstate}
 
     def load_key_state(self, keys: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
         """Hold exactly ``keys`` with the state ``arrays`` (of :meth:`key_state`).
