@@ -25,7 +25,7 @@ from windowkit.core.operator import KEY, TIME
 from windowkit.core.serialization import StateFormatError
 from windowkit.spark import chunk_store
 from windowkit.spark.adapter import PAYLOAD, _RunnerProcessor
-from windowkit.spark.chunk_store import ShardIndex
+from windowkit.spark.chunk_store import ChunkStore, ShardIndex
 
 
 class _Value:
@@ -146,10 +146,11 @@ FRAMER = functools.partial(ThresholdFramer, min_duration="2 rows", schedule=10_0
 NO_ROWS = pd.DataFrame({KEY: [], TIME: [], "value": []})
 
 
-def small_chunks(split_at: int, per_chunk: int):
-    """Chunks from a handful of keys on, a few keys each, so small tests exercise them."""
+def small_chunks(split_at: int, per_chunk: int, chunk_cost: float = 0.0):
+    """Chunks from a handful of keys on, a few keys each, so small tests exercise them; a
+    chunk costs nothing by default, so the count is the most chunks for the keys held."""
     return mock.patch.multiple(chunk_store, SPLIT_AT=split_at, KEYS_PER_CHUNK=per_chunk,
-                               MIN_CHUNKS=2)
+                               MIN_CHUNKS=2, CHUNK_COST=chunk_cost)
 
 
 def keyed_batches(seed: int, n_keys: int, n_batches: int, per_batch: int) -> list[pd.DataFrame]:
@@ -205,27 +206,64 @@ def test_a_sequence_framer_is_chunked_too():
         pd.testing.assert_frame_equal(chunked.output(), single.output())
 
 
-def test_chunks_double_as_keys_grow():
-    with small_chunks(10, 4):
-        shard = Shard(FRAMER, 5_000)
-        counts = []
-        for b in range(4):
-            keys = [f"k{k}" for k in range(40 * 4 ** b)]
-            shard.batch(pd.DataFrame({KEY: keys, TIME: 100_000 * (b + 1) + np.arange(len(keys)),
-                                      "value": np.int8(0)}))
-            counts.append(shard.index().chunks if shard.index() else 0)
-        for _ in range(2):  # the watermark releases the last batch's rows
-            shard.batch(NO_ROWS, shard.max_time + 100_000)
-        counts.append(shard.index().chunks)
-    assert counts == sorted(counts) and counts[-1] >= 2560 // 4 and 0 < counts[1] < counts[-1]
-    assert shard.index().keys == 2560
-    # every key lives in exactly its chunk
-    keys, _ = decode_chunks([v[0] for v in shard.handle.map.data.values()],
-                            FRAMER().key_state()[1])
-    assert sorted(keys.tolist()) == sorted(f"k{k}" for k in range(2560))
-    for chunk, value in shard.handle.map.data.items():
-        held, _ = decode_chunks([value[0]], FRAMER().key_state()[1])
-        assert set(chunk_of(held, shard.index().chunks).tolist()) == {chunk}
+def _step(store: ChunkStore, keys: np.ndarray, time: int) -> ShardIndex | None:
+    """One micro-batch of one row per key straight through the store, nothing left buffered."""
+    runner, index = store.load(keys, time - 1)
+    runner.push(pd.DataFrame({KEY: keys, TIME: np.full(len(keys), time), "value": np.int8(1)}))
+    runner.advance(time + 1)
+    store.save(runner, index)
+    value = store.index_state.get()
+    return None if value is None else ShardIndex.from_bytes(value[0])
+
+
+def test_the_chunk_count_follows_the_keys_a_micro_batch_touches():
+    # rent or buy: the count moves to the best one for the keys touched once the model cost
+    # lost under the current count, summed over micro-batches, exceeds that of cutting again
+    cost, best = chunk_store._batch_cost, chunk_store._best_chunks
+    every = np.array([f"k{k}" for k in range(2560)], dtype=object)
+    few = every[[5, 600, 2000]]
+    with small_chunks(10, 4, chunk_cost=chunk_store.KEY_COST * 20):
+        handle = FakeHandle()
+        store = ChunkStore(handle, handle.getValueState("runner", None), FRAMER)
+        first = _step(store, every, 1_000)
+        assert first.chunks == best(2560, 2560) == 2
+        many = best(2560, 3)
+        assert many >= 512
+        recut = cost(2, 2560, 2560) + cost(many, 2560, 2560)
+        lost, expected_at = 0.0, None
+        for batch in range(1, 100):
+            lost += cost(2, 2560, 3) - cost(many, 2560, 3)
+            if lost > recut:
+                expected_at = batch
+                break
+        assert expected_at is not None and expected_at > 1
+        for batch in range(1, expected_at):
+            handle.reset_counts()
+            assert _step(store, few, 1_000 * (batch + 1)).chunks == 2
+            assert len(handle.writes) <= 2
+        handle.reset_counts()
+        index = _step(store, few, 1_000 * (expected_at + 1))
+        assert index.chunks == many and index.regret == 0.0 and index.keys == 2560
+        # every key lives in exactly its chunk, and only the new chunks exist
+        for chunk, value in handle.map.data.items():
+            held, _ = decode_chunks([value[0]], FRAMER().key_state()[1])
+            assert set(chunk_of(held, many).tolist()) == {chunk}
+        keys, _ = decode_chunks([v[0] for v in handle.map.data.values()],
+                                FRAMER().key_state()[1])
+        assert sorted(keys.tolist()) == sorted(every.tolist())
+        handle.reset_counts()
+        _step(store, few, 1_000 * (expected_at + 2))  # now a few chunks a micro-batch
+        assert 1 <= len(set(handle.reads)) <= 3 and set(handle.writes) == set(handle.reads)
+        # every key touched again: back to few chunks by the same rule
+        lost, back_at = 0.0, None
+        for batch in range(1, 100):
+            lost += cost(many, 2560, 2560) - cost(2, 2560, 2560)
+            if lost > recut:
+                back_at = batch
+                break
+        counts = [_step(store, every, 1_000 * (expected_at + 3 + b)).chunks
+                  for b in range(back_at)]
+        assert counts == [many] * (back_at - 1) + [2]
 
 
 def test_untouched_chunks_are_neither_read_nor_written_issue_17():

@@ -41,12 +41,14 @@ _CRC = struct.Struct("<I")
 _STR_KEYS, _INT_KEYS = 0, 1
 
 
-def chunk_of(keys: np.ndarray | pd.Series | pd.Categorical, chunks: int) -> np.ndarray:
+def chunk_of(keys: np.ndarray | pd.Series | pd.Categorical, chunks: int,
+             unique: bool = False) -> np.ndarray:
     """The chunk of each key in ``[0, chunks)``: a seeded 64-bit hash of the key modulo
     ``chunks``, the same in every process.
 
     A Categorical is hashed per category, not per row. Integer keys hash as integers, other
-    keys by their text.
+    keys by their text. ``unique=True`` says the keys are distinct, which spares finding the
+    distinct ones first (a quarter of the time on distinct text keys).
 
     Examples
     --------
@@ -70,7 +72,8 @@ def chunk_of(keys: np.ndarray | pd.Series | pd.Categorical, chunks: int) -> np.n
         return np.zeros(0, dtype=np.int64)
     if values.dtype.kind not in "iu":
         values = values.astype(object)
-    return (hash64(values, seed=CHUNK_SEED) % np.uint64(chunks)).astype(np.int64)
+    hashes = hash64(values, seed=CHUNK_SEED, categorize=not unique)
+    return (hashes % np.uint64(chunks)).astype(np.int64)
 
 
 def layout_of(arrays: dict[str, np.ndarray]) -> bytes:

@@ -47,7 +47,8 @@ def splitmix64(x: np.ndarray) -> np.ndarray:
         return z ^ (z >> _S31)
 
 
-def hash64(values: np.ndarray | pd.Series | list, seed: int = 0) -> np.ndarray:
+def hash64(values: np.ndarray | pd.Series | list, seed: int = 0,
+           categorize: bool = True) -> np.ndarray:
     """Hash integers or strings to uint64, deterministically for a given ``seed``.
 
     Integers are mixed with SplitMix64 (vectorized numpy); strings and other objects are
@@ -59,6 +60,10 @@ def hash64(values: np.ndarray | pd.Series | list, seed: int = 0) -> np.ndarray:
         The items.
     seed : int
         Selects the hash function; equal seeds give equal hashes in every process.
+    categorize : bool
+        Hash each distinct string once (pandas' ``categorize``); ``False`` when the strings
+        are known to be distinct, where finding them costs three times the hashing. The
+        hashes are the same either way.
 
     Returns
     -------
@@ -78,6 +83,7 @@ def hash64(values: np.ndarray | pd.Series | list, seed: int = 0) -> np.ndarray:
     if arr.dtype.kind in "iub":
         base = arr.astype(np.int64, copy=False).view(np.uint64)
     else:
-        base = pd.util.hash_array(arr.astype(object), hash_key="windowkit-sip-k1", categorize=True)
+        base = pd.util.hash_array(arr.astype(object), hash_key="windowkit-sip-k1",
+                                    categorize=categorize)
     with np.errstate(over="ignore"):
         return splitmix64(base ^ seed_mix)

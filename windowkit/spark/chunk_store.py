@@ -9,11 +9,20 @@ many keys. For a ``KEY_PARTITIONED`` operator its state lives in three state var
   delay, not the keys held). While a shard holds few keys (``SPLIT_AT``) its keys stay here
   too, the layout of every checkpoint written before chunks, which is read as it is;
 * ``wk_chunks`` (MapState): chunk number -> the keys of that chunk and their state
-  (:mod:`windowkit.core.chunks`), about ``KEYS_PER_CHUNK`` keys a chunk; the chunk count is a
-  power of two that doubles as the keys grow (every chunk is then read and cut again, once per
-  doubling);
-* ``wk_index`` (ValueState): the chunk count, the keys held, and the chunks whose keys have a
-  deadline (a watermark at which the operator settles output without a row), with it.
+  (:mod:`windowkit.core.chunks`);
+* ``wk_index`` (ValueState): the chunk count, the keys held, the chunks whose keys have a
+  deadline (a watermark at which the operator settles output without a row), with it, and the
+  cost the chunk count has lost so far (below).
+
+The chunk count is a power of two between ``MIN_CHUNKS`` and one chunk per ``KEYS_PER_CHUNK``
+keys. Which is best depends on how many keys a micro-batch touches: a few keys out of millions
+want many small chunks (little is read and rewritten besides them), a micro-batch touching
+every key wants few large ones (each chunk costs state calls and a codec pass of its own). A
+cost model (``CHUNK_COST``, ``KEY_COST``) prices each micro-batch under the current count and
+under the best one for its touched keys; when the difference summed since the last change
+exceeds what cutting the state again costs, every chunk is read and cut again to the best
+count (the rent-or-buy rule: at most about twice the cost of knowing the future). The count
+depends only on the input, never on a clock, so it is the same on every run.
 
 A micro-batch loads the chunks of its rows' keys, of the buffered rows its watermark releases
 and of the due deadlines, runs the operator once over them, and writes back only those. A chunk
@@ -24,9 +33,11 @@ keys. Reads and writes are pipelined (:mod:`windowkit.spark.state_calls`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from windowkit.core.chunks import chunk_of, decode_chunks, encode_chunks
 from windowkit.core.operator import KEY, TIME, EventTimeRunner, StreamOperator
@@ -43,11 +54,16 @@ NO_DEADLINE = np.iinfo(np.int64).max
 #: A shard keeps its keys in the ``runner`` value up to this many keys: one read and one write
 #: a micro-batch, as cheap as it gets for a small state.
 SPLIT_AT = 4096
-#: Keys a chunk holds on average once split. A chunk costs two state calls a micro-batch that
-#: touches it (about 0.1 ms each, pipelined) and carries its other keys' bytes along.
+#: Fewest keys a chunk holds on average, once split (the most chunks a shard has).
 KEYS_PER_CHUNK = 64
 #: Fewest chunks a split shard has.
 MIN_CHUNKS = 64
+#: Seconds a micro-batch spends per chunk it touches: two state calls (about 0.1 ms each,
+#: pipelined) and the chunk's codec pass (about 0.05 ms), on Spark local mode.
+CHUNK_COST = 250e-6
+#: Seconds a micro-batch spends per key of the chunks it loads: decoded, indexed by the
+#: operator, hashed and encoded again.
+KEY_COST = 3e-6
 
 
 @dataclass
@@ -56,10 +72,10 @@ class ShardIndex:
 
     Examples
     --------
-    >>> index = ShardIndex(chunks=64, keys=300, deadlines={3: 5_000})
+    >>> index = ShardIndex(chunks=64, keys=300, deadlines={3: 5_000}, regret=0.5)
     >>> back = ShardIndex.from_bytes(index.to_bytes())
-    >>> back.chunks, back.keys, back.due(4_999), back.due(5_000), back.earliest()
-    (64, 300, [], [3], 5000)
+    >>> back.chunks, back.keys, back.due(4_999), back.due(5_000), back.earliest(), back.regret
+    (64, 300, [], [3], 5000, 0.5)
     """
 
     FORMAT_TAG = "WKSHARD"
@@ -68,6 +84,8 @@ class ShardIndex:
     chunks: int
     keys: int
     deadlines: dict[int, int]
+    #: Model seconds lost to the chunk count since it last changed (see the module docstring).
+    regret: float = 0.0
 
     def due(self, watermark: int | None) -> list[int]:
         """Chunks whose deadline ``watermark`` reaches."""
@@ -84,7 +102,8 @@ class ShardIndex:
         chunks = np.fromiter(self.deadlines, dtype=np.int64, count=len(self.deadlines))
         due = np.fromiter(self.deadlines.values(), dtype=np.int64, count=len(self.deadlines))
         return compress_state(pack_state(
-            self.FORMAT_TAG, self.FORMAT_VERSION, {"chunks": self.chunks, "keys": self.keys},
+            self.FORMAT_TAG, self.FORMAT_VERSION,
+            {"chunks": self.chunks, "keys": self.keys, "regret": self.regret},
             {"chunk": chunks, "deadline": due}))
 
     @classmethod
@@ -93,7 +112,7 @@ class ShardIndex:
         """Rebuild an index from :meth:`to_bytes` output."""
         meta, arrays = unpack_state(decompress_state(blob), cls.FORMAT_TAG, cls.FORMAT_VERSION)
         deadlines = dict(zip(arrays["chunk"].tolist(), arrays["deadline"].tolist(), strict=True))
-        return cls(int(meta["chunks"]), int(meta["keys"]), deadlines)
+        return cls(int(meta["chunks"]), int(meta["keys"]), deadlines, float(meta["regret"]))
 
 
 class ChunkStore:
@@ -132,15 +151,17 @@ class ChunkStore:
                   if stored is not None else EventTimeRunner(self.factory()))
         value = self.index_state.get()
         index = ShardIndex.from_bytes(value[0]) if value is not None else None
-        self.last_read, self._loaded = [], 0
+        self.last_read, self._loaded, self._touched = [], 0, 0
         if index is None:
             return runner, None
-        wanted = set(np.unique(chunk_of(keys, index.chunks)).tolist()) if len(keys) else set()
+        needed = [_distinct(keys)] if len(keys) else []
         buffer = runner._buffer
         if buffer is not None and len(buffer) and watermark is not None:
-            released = buffer[KEY][buffer[TIME].to_numpy() <= watermark]
-            wanted.update(np.unique(chunk_of(released, index.chunks)).tolist())
-        wanted.update(index.due(watermark))
+            needed.append(_distinct(buffer[KEY][buffer[TIME].to_numpy() <= watermark]))
+        wanted = set(index.due(watermark))
+        for distinct in needed:
+            self._touched += len(distinct)
+            wanted.update(np.unique(chunk_of(distinct, index.chunks, unique=True)).tolist())
         self._read(runner.operator, index, sorted(wanted))
         return runner, index
 
@@ -155,8 +176,15 @@ class ChunkStore:
             self.runner_state.update((compress_state(runner.to_bytes()),))
             self.index_state.clear()
             return runner.next_timer()
-        chunks = max(index.chunks if index else 1, _chunk_count(held))
-        if index is None or chunks != index.chunks:  # first split, or the chunks double
+        touched = self._touched if index is not None else len(keys)
+        chunks = _best_chunks(held, touched)
+        if index is not None and chunks != index.chunks:
+            index.regret += (_batch_cost(index.chunks, held, touched)
+                             - _batch_cost(chunks, held, touched))
+            recut = _batch_cost(index.chunks, held, held) + _batch_cost(chunks, held, held)
+            if index.regret <= recut:
+                chunks = index.chunks
+        if index is None or chunks != index.chunks:  # first split, or a new chunk count
             stale = set()
             if index is not None:
                 unread = sorted(set(range(index.chunks)) - set(self.last_read))
@@ -167,7 +195,7 @@ class ChunkStore:
         else:
             stale = set(self.last_read)
             index.keys = held
-        ids = chunk_of(keys, chunks)
+        ids = chunk_of(keys, chunks, unique=True)
         blobs = encode_chunks(keys, arrays, ids)
         update_many(self.chunk_state, [((c,), (blob,)) for c, blob in blobs.items()])
         remove_many(self.chunk_state, [(c,) for c in sorted(stale - set(blobs))])
@@ -205,10 +233,34 @@ class ChunkStore:
             self._loaded = len(keys)
 
 
-def _chunk_count(keys: int) -> int:
-    """The power of two giving at most ``KEYS_PER_CHUNK`` keys a chunk on average (at least
-    ``MIN_CHUNKS``)."""
-    chunks = MIN_CHUNKS
+def _distinct(keys) -> np.ndarray:
+    """The distinct values of a key column (a Categorical's categories in use)."""
+    if isinstance(keys, pd.Series) and isinstance(keys.dtype, pd.CategoricalDtype):
+        keys = keys.array
+    if isinstance(keys, pd.Categorical):
+        return np.asarray(keys.categories)[np.unique(np.asarray(keys.codes))]
+    return pd.unique(keys.to_numpy() if isinstance(keys, pd.Series) else np.asarray(keys))
+
+
+def _batch_cost(chunks: int, keys: int, touched: int) -> float:
+    """Model seconds of a micro-batch touching ``touched`` of ``keys`` keys in ``chunks``
+    chunks, the touched keys falling into the chunks at random."""
+    hit = chunks * -math.expm1(-touched / chunks)  # expected chunks touched
+    return hit * (CHUNK_COST + keys / chunks * KEY_COST)
+
+
+def _best_chunks(keys: int, touched: int) -> int:
+    """The chunk count of least model cost for a micro-batch touching ``touched`` of ``keys``
+    keys: a power of two from ``MIN_CHUNKS`` to about one chunk per ``KEYS_PER_CHUNK`` keys.
+
+    Examples
+    --------
+    >>> _best_chunks(5_000_000, 500), _best_chunks(5_000_000, 5_000_000)
+    (131072, 64)
+    """
+    best, chunks = MIN_CHUNKS, MIN_CHUNKS
     while keys > chunks * KEYS_PER_CHUNK:
         chunks *= 2
-    return chunks
+        if _batch_cost(chunks, keys, touched) < _batch_cost(best, keys, touched):
+            best = chunks
+    return best
