@@ -220,6 +220,7 @@ def test_the_chunk_count_follows_the_keys_a_micro_batch_touches():
     # rent or buy: the count moves to the best one for the keys touched once the model cost
     # lost under the current count, summed over micro-batches, exceeds that of cutting again
     cost, best = chunk_store._batch_cost, chunk_store._best_chunks
+    recut_cost = chunk_store._recut_cost
     every = np.array([f"k{k}" for k in range(2560)], dtype=object)
     few = every[[5, 600, 2000]]
     with small_chunks(10, 4, chunk_cost=chunk_store.KEY_COST * 20):
@@ -229,7 +230,7 @@ def test_the_chunk_count_follows_the_keys_a_micro_batch_touches():
         assert first.chunks == best(2560, 2560) == 2
         many = best(2560, 3)
         assert many >= 512
-        recut = cost(2, 2560, 2560) + cost(many, 2560, 2560)
+        recut = recut_cost(2, many, 2560)
         lost, expected_at = 0.0, None
         for batch in range(1, 100):
             lost += cost(2, 2560, 3) - cost(many, 2560, 3)
@@ -258,7 +259,7 @@ def test_the_chunk_count_follows_the_keys_a_micro_batch_touches():
         lost, back_at = 0.0, None
         for batch in range(1, 100):
             lost += cost(many, 2560, 2560) - cost(2, 2560, 2560)
-            if lost > recut:
+            if lost > recut_cost(many, 2, 2560):
                 back_at = batch
                 break
         counts = [_step(store, every, 1_000 * (expected_at + 3 + b)).chunks

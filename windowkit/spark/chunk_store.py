@@ -181,8 +181,7 @@ class ChunkStore:
         if index is not None and chunks != index.chunks:
             index.regret += (_batch_cost(index.chunks, held, touched)
                              - _batch_cost(chunks, held, touched))
-            recut = _batch_cost(index.chunks, held, held) + _batch_cost(chunks, held, held)
-            if index.regret <= recut:
+            if index.regret <= _recut_cost(index.chunks, chunks, held):
                 chunks = index.chunks
         if index is None or chunks != index.chunks:  # first split, or a new chunk count
             stale = set()
@@ -204,8 +203,10 @@ class ChunkStore:
         deadlines = operator.key_deadlines()
         if deadlines is not None and len(keys):
             has = deadlines != NO_DEADLINE
-            for c, d in zip(ids[has].tolist(), deadlines[has].tolist(), strict=True):
-                index.deadlines[c] = min(d, index.deadlines.get(c, NO_DEADLINE))
+            earliest = np.full(chunks, NO_DEADLINE, dtype=np.int64)
+            np.minimum.at(earliest, ids[has], deadlines[has])
+            due = np.flatnonzero(earliest != NO_DEADLINE)
+            index.deadlines.update(zip(due.tolist(), earliest[due].tolist(), strict=True))
         self.last_written = sorted(blobs)
         shell = EventTimeRunner(self.factory())
         shell.watermark, shell.late_rows, shell._buffer = (runner.watermark, runner.late_rows,
@@ -247,6 +248,12 @@ def _batch_cost(chunks: int, keys: int, touched: int) -> float:
     chunks, the touched keys falling into the chunks at random."""
     hit = chunks * -math.expm1(-touched / chunks)  # expected chunks touched
     return hit * (CHUNK_COST + keys / chunks * KEY_COST)
+
+
+def _recut_cost(chunks: int, new_chunks: int, keys: int) -> float:
+    """Model seconds of reading every chunk of ``chunks`` and writing ``new_chunks`` anew
+    (half a chunk's cost each way) with ``keys`` keys."""
+    return (chunks + new_chunks) * CHUNK_COST / 2 + keys * KEY_COST
 
 
 def _best_chunks(keys: int, touched: int) -> int:
