@@ -11,10 +11,12 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from windowkit.datasets.routers import router_readings
+from windowkit.spark.chunk_store import SPLIT_AT
 from windowkit.spark.sinks import KILL_AFTER_WRITE_ENV
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -22,11 +24,22 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 N_FILES = 8
 
 
-@pytest.fixture(scope="module")
-def input_dir(tmp_path_factory):
+@pytest.fixture(scope="module", params=["one value", "chunks"])
+def input_dir(request, tmp_path_factory):
+    """Six routers reporting every minute; for "chunks" also 3 * SPLIT_AT routers reporting
+    three times, so that each of the two shards keeps its keys in chunks (issue #17)."""
     folder = tmp_path_factory.mktemp("crash") / "in"
     folder.mkdir()
     readings = router_readings(n_routers=6, n_reports=240, seed=11, mean_gap=60)
+    if request.param == "chunks":
+        rng = np.random.default_rng(12)
+        quiet = 3 * SPLIT_AT
+        start, span = readings["time"].min(), readings["time"].max() - readings["time"].min()
+        readings = pd.concat([readings, pd.DataFrame({
+            "router": np.repeat([f"q{k:05d}" for k in range(quiet)], 3),
+            "time": start + span * np.sort(rng.random(3 * quiet)),
+            "loss_rate": rng.random(3 * quiet) * 0.006,
+        })], ignore_index=True).sort_values("time", kind="stable", ignore_index=True)
     readings = readings.astype({"time": "datetime64[us, UTC]"})
     for k, part in enumerate(_split(readings, N_FILES)):
         path = folder / f"part-{k:02d}.parquet"

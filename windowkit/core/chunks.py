@@ -9,6 +9,10 @@ into one compressed, checksummed blob per chunk, with the table's layout checked
 fingerprint rather than repeated in every chunk (a chunk of 32 keys is about a kilobyte);
 :func:`decode_chunks` reads any set of such blobs back into one table.
 
+A key may also own a variable number of elements (a list per key, as the sliding persistent
+items sketch keeps): the table then has a per-key count ``arrays[COUNT]`` and flat arrays named
+``"...[]"`` holding each key's elements in key order, which travel with their key.
+
 The encoding is vectorized over chunks: one sort of the keys by chunk, one take per array, then
 a slice per chunk and array, so cutting a state into a thousand chunks costs milliseconds.
 """
@@ -39,6 +43,12 @@ _VERSION = 1
 _HEADER = struct.Struct("<4sBBIIx")
 _CRC = struct.Struct("<I")
 _STR_KEYS, _INT_KEYS = 0, 1
+#: The per-key element count of a table with flat per-key lists (arrays named ``"...[]"``).
+COUNT = "#"
+
+
+def _is_flat(name: str) -> bool:
+    return name.endswith("[]")
 
 
 def chunk_of(keys: np.ndarray | pd.Series | pd.Categorical, chunks: int,
@@ -134,7 +144,9 @@ def encode_chunks(keys: np.ndarray, arrays: dict[str, np.ndarray],
         key_bytes = np.frombuffer(text, dtype=np.uint8)
         lengths = text_lengths.astype(np.uint32)
     fingerprint = zlib.crc32(layout_of(arrays))
-    columns = [np.ascontiguousarray(arrays[name][order]) for name in sorted(arrays)]
+    columns = [np.ascontiguousarray(arrays[name][order])
+               for name in sorted(arrays) if not _is_flat(name)]
+    flat, flat_bounds = _flat_in_order(arrays, order)
     kind = _INT_KEYS if integer else _STR_KEYS
     blobs = {}
     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
@@ -145,9 +157,27 @@ def encode_chunks(keys: np.ndarray, arrays: dict[str, np.ndarray],
             parts.append(lengths[lo:hi].data)
             parts.append(key_bytes[key_offsets[lo]:key_offsets[hi]].data)
         parts.extend(column[lo:hi].data for column in columns)
+        parts.extend(elements[flat_bounds[lo]:flat_bounds[hi]].data for elements in flat)
         body = b"".join(parts)
         blobs[int(sorted_ids[lo])] = compress_state(body + _CRC.pack(zlib.crc32(body)))
     return blobs
+
+
+def _flat_in_order(arrays: dict[str, np.ndarray],
+                   order: np.ndarray) -> tuple[list[np.ndarray], list[int]]:
+    """The flat arrays (sorted by name) with their elements in the key order ``order``, and
+    where each key's elements start in them (one more entry: the end)."""
+    names = [name for name in sorted(arrays) if _is_flat(name)]
+    if not names:
+        return [], []
+    counts = np.asarray(arrays[COUNT], dtype=np.int64)
+    starts = np.cumsum(counts) - counts
+    taken = counts[order]
+    bounds = np.zeros(len(order) + 1, dtype=np.int64)
+    np.cumsum(taken, out=bounds[1:])
+    # element j of the reordered arrays: key order[i]'s element (j - bounds[i])
+    index = np.arange(bounds[-1]) + np.repeat(starts[order] - bounds[:-1], taken)
+    return [np.ascontiguousarray(arrays[name][index]) for name in names], bounds.tolist()
 
 
 def decode_chunks(blobs: Iterable[bytes | memoryview],
@@ -183,14 +213,18 @@ def decode_chunks(blobs: Iterable[bytes | memoryview],
     windowkit.core.serialization.StateFormatError: state chunk is truncated or corrupt \
 (checksum mismatch)
     """
-    names = sorted(template)
+    names = [name for name in sorted(template) if not _is_flat(name)]
+    flat_names = [name for name in sorted(template) if _is_flat(name)]
     shapes = [template[name].shape[1:] for name in names]
     dtypes = [template[name].dtype for name in names]
     widths = [dtype.itemsize * int(np.prod(shape, dtype=np.int64))
               for dtype, shape in zip(dtypes, shapes, strict=True)]
+    flat_widths = [template[name].dtype.itemsize for name in flat_names]
+    count_at = names.index(COUNT) if flat_names else None
     fingerprint = zlib.crc32(layout_of(template))
     kinds, counts, key_parts, length_parts = set(), [], [], []
     column_parts: list[list[memoryview]] = [[] for _ in names]
+    flat_parts: list[list[memoryview]] = [[] for _ in flat_names]
     for blob in blobs:
         view = _checked(decompress_state(blob))
         _, version, kind, n, stored_print = _HEADER.unpack_from(view)
@@ -215,6 +249,12 @@ def decode_chunks(blobs: Iterable[bytes | memoryview],
         for parts, width in zip(column_parts, widths, strict=True):
             parts.append(view[at:at + n * width])
             at += n * width
+        if count_at is not None:
+            elements = int(np.frombuffer(column_parts[count_at][-1],
+                                         dtype=dtypes[count_at]).sum())
+            for parts, width in zip(flat_parts, flat_widths, strict=True):
+                parts.append(view[at:at + elements * width])
+                at += elements * width
         if at != len(view) - _CRC.size:
             msg = f"state chunk holds {len(view) - _CRC.size - at} bytes more than its keys"
             raise StateFormatError(msg)
@@ -227,6 +267,8 @@ def decode_chunks(blobs: Iterable[bytes | memoryview],
     for name, dtype, shape, parts in zip(names, dtypes, shapes, column_parts, strict=True):
         flat = np.frombuffer(b"".join(parts), dtype=dtype) if total else np.zeros(0, dtype)
         arrays[name] = flat.reshape((total, *shape)).copy()
+    for name, parts in zip(flat_names, flat_parts, strict=True):
+        arrays[name] = np.frombuffer(b"".join(parts), dtype=template[name].dtype).copy()
     if kinds == {_INT_KEYS}:
         keys = np.frombuffer(b"".join(key_parts), dtype=np.int64).copy()
     elif total:

@@ -41,11 +41,14 @@ class StreamOperator(ABC):
     #: the runner then skips its time sort of all rows, which such an operator would undo.
     ORDERS_ROWS_ITSELF: ClassVar[bool] = False
     #: True if the state and the output are a union of independent per-key parts: a key's
-    #: output depends only on its own rows and the watermarks, and nothing else is kept
-    #: between batches. An engine may then store the keys in separate chunks
-    #: (:mod:`windowkit.core.chunks`) and load only those a batch touches. Such an operator
-    #: implements :meth:`key_state`, :meth:`load_key_state` and :meth:`key_deadlines`.
+    #: output depends only on its own rows and the watermarks (and the operator's state
+    #: without its keys, small and the same for all of them). An engine may then store the
+    #: keys in separate chunks (:mod:`windowkit.core.chunks`) and load only those a batch
+    #: touches. Such an operator implements :meth:`key_state`, :meth:`load_key_state` and
+    #: :meth:`key_deadlines`; its key is the rows' :attr:`CHUNK_KEY` column.
     KEY_PARTITIONED: ClassVar[bool] = False
+    #: The rows' column holding the key of a ``KEY_PARTITIONED`` operator's state.
+    CHUNK_KEY: ClassVar[str] = KEY
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)

@@ -716,7 +716,7 @@ class _RunnerProcessor(StatefulProcessor):
         self.state = handle.getValueState("runner", schema)
         # an operator whose state is per key keeps its keys in chunks once there are many
         self.store = (ChunkStore(handle, self.state, self.factory)
-                      if type(self.factory()).KEY_PARTITIONED else None)
+                      if self.factory().KEY_PARTITIONED else None)
 
     def _load(self, keys=(), watermark: int | None = None) -> EventTimeRunner:
         if self.store is not None:
@@ -751,8 +751,9 @@ class _RunnerProcessor(StatefulProcessor):
                                self.categorical)
         watermark, next_at_least = (_watermark_us(timerValues),
                                     self._next_watermark_at_least(good))
-        runner = self._load(good[KEY], max((w for w in (watermark, next_at_least)
-                                            if w is not None), default=None))
+        keys = good[self.store.key_column] if self.store is not None else ()
+        runner = self._load(keys, max((w for w in (watermark, next_at_least)
+                                       if w is not None), default=None))
         # Spark's rule: a row is late if the watermark in force when its micro-batch starts
         # has passed it, so apply this batch's watermark before admitting the rows.
         settled = runner.advance(watermark)

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from windowkit.core.chunks import chunk_of, decode_chunks, encode_chunks
-from windowkit.core.operator import KEY, TIME, EventTimeRunner, StreamOperator
+from windowkit.core.operator import TIME, EventTimeRunner, StreamOperator
 from windowkit.core.serialization import (
     compress_state,
     decompress_state,
@@ -137,7 +137,10 @@ class ChunkStore:
         self.index_state = handle.getValueState("wk_index", binary)
         self.chunk_state = handle.getMapState("wk_chunks", chunk_key, binary)
         self.factory = factory
-        self.template = factory().key_state()[1]
+        fresh = factory()
+        self.template = fresh.key_state()[1]
+        #: The rows' column naming the key of state.
+        self.key_column = fresh.CHUNK_KEY
         #: Chunks read and written by the last :meth:`save` (tests count them).
         self.last_read: list[int] = []
         self.last_written: list[int] = []
@@ -145,7 +148,8 @@ class ChunkStore:
 
     def load(self, keys, watermark: int | None) -> tuple[EventTimeRunner, ShardIndex | None]:
         """The shard's runner holding the keys a micro-batch needs: those of ``keys`` (its
-        rows), of the buffered rows ``watermark`` releases and of the deadlines it reaches."""
+        rows' :attr:`key_column`), of the buffered rows ``watermark`` releases and of the
+        deadlines it reaches."""
         stored = self.runner_state.get()
         runner = (EventTimeRunner.from_bytes(decompress_state(stored[0]))
                   if stored is not None else EventTimeRunner(self.factory()))
@@ -157,7 +161,8 @@ class ChunkStore:
         needed = [_distinct(keys)] if len(keys) else []
         buffer = runner._buffer
         if buffer is not None and len(buffer) and watermark is not None:
-            needed.append(_distinct(buffer[KEY][buffer[TIME].to_numpy() <= watermark]))
+            released = buffer[self.key_column][buffer[TIME].to_numpy() <= watermark]
+            needed.append(_distinct(released))
         wanted = set(index.due(watermark))
         for distinct in needed:
             self._touched += len(distinct)
@@ -208,12 +213,12 @@ class ChunkStore:
             due = np.flatnonzero(earliest != NO_DEADLINE)
             index.deadlines.update(zip(due.tolist(), earliest[due].tolist(), strict=True))
         self.last_written = sorted(blobs)
-        shell = EventTimeRunner(self.factory())
-        shell.watermark, shell.late_rows, shell._buffer = (runner.watermark, runner.late_rows,
-                                                           runner._buffer)
-        self.runner_state.update((compress_state(shell.to_bytes()),))
+        # the runner keeps what is not per key: its own buffer and watermark, and the
+        # operator's state without its keys (e.g. the open slot of persistent items)
+        operator.load_key_state(keys[:0], {name: a[:0] for name, a in arrays.items()})
+        self.runner_state.update((compress_state(runner.to_bytes()),))
         self.index_state.update((index.to_bytes(),))
-        candidates = [t for t in (shell.next_timer(), index.earliest()) if t is not None]
+        candidates = [t for t in (runner.next_timer(), index.earliest()) if t is not None]
         return min(candidates) if candidates else None
 
     def _read(self, operator: StreamOperator, index: ShardIndex, chunks: list[int],

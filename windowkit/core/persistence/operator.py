@@ -28,6 +28,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from windowkit.core.chunks import COUNT
 from windowkit.core.durations import Duration
 from windowkit.core.operator import TIME, StreamOperator
 from windowkit.core.persistence import (
@@ -86,6 +87,8 @@ class PersistentItemsOperator(StreamOperator):
     FORMAT_TAG = "PERSOPR"
     FORMAT_VERSION = 1
     ORDERS_ROWS_ITSELF = True
+    #: Items are the keys of the state (sliding mode, see :attr:`KEY_PARTITIONED`).
+    CHUNK_KEY = ITEM
 
     def __init__(
         self,
@@ -249,6 +252,125 @@ class PersistentItemsOperator(StreamOperator):
             out[ITEM] = out[ITEM].astype(np.int64)
         return out
 
+    # -- state per item --------------------------------------------------------------------------
+    @property
+    def KEY_PARTITIONED(self) -> bool:  # noqa: N802 - the StreamOperator flag, per instance
+        """Sliding mode keeps its state per item: an item's tuples, last slot and report
+        depend on its own rows and the slots closed, so an engine may store items in chunks
+        and load only those a batch touches. What stays whole is the open slot and the
+        sketch's current slot (kept with the runner). Fixed mode reports every item at each
+        window's end and so touches them all: it is not partitioned."""
+        return self.mode == "sliding"
+
+    def key_state(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The items tracked and their state (sliding mode): per instance of the sketch the
+        item's last slot and number of tuples (0: not tracked there), and its tuples' slots
+        and counts, in item order then instance order (flat lists, see
+        :mod:`windowkit.core.chunks`).
+
+        Examples
+        --------
+        >>> op = PersistentItemsOperator(0.5, 0.4, 5, 10, item_type="int64")
+        >>> _ = op.process(pd.DataFrame({"time": [0, 10, 20], "item": [7, 7, 8]}))
+        >>> items, arrays = op.key_state()
+        >>> items.tolist(), arrays["length"][:, 0].tolist(), arrays["tslot[]"].tolist()
+        ([7, 8], [2, 1], [0, 1, 2])
+        """
+        instances = self.config.instances
+        cores = self._sketch._cores if self._sketch is not None else None
+        if not cores:
+            return _empty_items(self.item_type), _empty_item_arrays(instances)
+        parts = [core.canonical() for core in cores]
+        inverse, items = pd.factorize(np.concatenate([p["value"] for p in parts])
+                                      if len(parts) > 1 else parts[0]["value"])
+        items = np.asarray(items, dtype=object if self.item_type == "string" else np.int64)
+        held = len(items)
+        hashes = np.zeros(held, dtype=np.uint64)
+        last = np.zeros((held, instances), dtype=np.int64)
+        length = np.zeros((held, instances), dtype=np.int64)
+        owners, instance_of, at = [], [], 0
+        for i, part in enumerate(parts):
+            where = inverse[at:at + len(part["key"])]
+            at += len(part["key"])
+            hashes[where] = part["key"]
+            last[where, i] = part["last"]
+            length[where, i] = part["length"]
+            owners.append(np.repeat(where, part["length"]))
+            instance_of.append(np.full(len(part["tslot"]), i, dtype=np.int64))
+        order = np.lexsort((np.concatenate(instance_of), np.concatenate(owners)))
+        return items, {
+            "hash": hashes, "last": last, "length": length, COUNT: length.sum(axis=1),
+            "tslot[]": np.concatenate([p["tslot"] for p in parts])[order].astype(np.int64),
+            "tcount[]": np.concatenate([p["tcount"] for p in parts])[order].astype(np.int64),
+        }
+
+    def load_key_state(self, keys: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
+        """Track exactly the items ``keys`` with the state ``arrays`` (of :meth:`key_state`),
+        then drop the tuples the current slot has expired since they were saved.
+
+        Examples
+        --------
+        >>> op = PersistentItemsOperator(0.5, 0.4, 5, 10, item_type="int64")
+        >>> _ = op.process(pd.DataFrame({"time": [0, 10, 20, 30], "item": [7, 7, 7, 7]}))
+        >>> saved = op.key_state()
+        >>> op.load_key_state(saved[0][:0], {n: a[:0] for n, a in saved[1].items()})
+        >>> op.advance(39).empty            # item 7 is not held: nothing to report
+        True
+        >>> op.load_key_state(*saved)
+        >>> op.advance(49)["item"].tolist()  # slot 4 closes: 7 held 4 of the last 5 slots
+        [7]
+        """
+        instances = self.config.instances
+        if set(arrays) != set(_empty_item_arrays(instances)):
+            msg = "PersistentItemsOperator key state: wrong fields"
+            raise ValueError(msg)
+        sketch = self._sketch
+        if sketch is None or sketch._cores is None:
+            if len(keys):
+                msg = "PersistentItemsOperator key state: items given before any row"
+                raise ValueError(msg)
+            return
+        length = np.asarray(arrays["length"], dtype=np.int64).reshape(len(keys), instances)
+        instance_of = np.repeat(np.tile(np.arange(instances), len(keys)), length.ravel())
+        values = np.asarray(keys, dtype=object if self.item_type == "string" else np.int64)
+        for i, core in enumerate(sketch._cores):
+            mine = length[:, i] > 0
+            core.load({
+                "key": arrays["hash"][mine], "last": arrays["last"][mine, i],
+                "value": values[mine], "length": length[mine, i],
+                "tslot": arrays["tslot[]"][instance_of == i],
+                "tcount": arrays["tcount[]"][instance_of == i],
+            })
+        sketch._after_now()
+
+    def key_deadlines(self) -> np.ndarray | None:
+        """The watermark closing the open slot for each item the slot's close would report
+        (int64 max for the others: without a row of theirs they cannot become reportable,
+        since expiry only lowers an item's count), in :meth:`key_state` order.
+
+        Examples
+        --------
+        >>> op = PersistentItemsOperator(0.5, 0.2, 10, 10, item_type="int64")
+        >>> _ = op.process(pd.DataFrame({"time": [0, 10, 20, 30, 45], "item": [7] * 4 + [8]}))
+        >>> op.key_state()[0].tolist(), op.key_deadlines()[0]   # slot 4 ends at 49
+        ([7, 8], np.int64(49))
+        >>> bool(op.key_deadlines()[1] == np.iinfo(np.int64).max)  # 8: 1 slot of the 3 needed
+        True
+        >>> op.advance(49)["item"].tolist()
+        [7]
+        """
+        items, arrays = self.key_state()
+        if not len(items) or self._open is None:
+            return None
+        length = arrays["length"]
+        # each instance's earliest tuple holds the item's count (the largest n_{d,t'})
+        first = np.cumsum(length.ravel()) - length.ravel()
+        head = arrays["tcount[]"][np.minimum(first, max(len(arrays["tcount[]"]) - 1, 0))]
+        counted = np.where(length.ravel() > 0, head, 0).reshape(length.shape)
+        due = counted.max(axis=1) >= self.config.min_count
+        deadline = self.origin + (self._open + 1) * self.slot_length - 1
+        return np.where(due, deadline, np.iinfo(np.int64).max).astype(np.int64)
+
     # -- bytes ---------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
         """Serialize parameters, the open slot and the sketch."""
@@ -278,6 +400,18 @@ class PersistentItemsOperator(StreamOperator):
         if meta["sketch"] is not None:
             op._sketch = kinds[meta["sketch"]].from_bytes(arrays["sketch"].tobytes())
         return op
+
+
+def _empty_items(item_type: str) -> np.ndarray:
+    return np.zeros(0, dtype=object if item_type == "string" else np.int64)
+
+
+def _empty_item_arrays(instances: int) -> dict[str, np.ndarray]:
+    """The layout of :meth:`PersistentItemsOperator.key_state`, with no item."""
+    per_instance = np.zeros((0, instances), dtype=np.int64)
+    return {"hash": np.zeros(0, dtype=np.uint64), "last": per_instance,
+            "length": per_instance.copy(), COUNT: np.zeros(0, dtype=np.int64),
+            "tslot[]": np.zeros(0, dtype=np.int64), "tcount[]": np.zeros(0, dtype=np.int64)}
 
 
 def _stable_order(slots: np.ndarray) -> np.ndarray:
