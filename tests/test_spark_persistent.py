@@ -20,6 +20,7 @@ import pytest
 
 from windowkit.core.persistence.operator import PersistentItemsOperator
 from windowkit.reference import persistence as ref
+from windowkit.spark.chunk_store import SPLIT_AT
 from windowkit.spark.persistent import (
     exact_persistent_items,
     persistent_items,
@@ -188,8 +189,16 @@ def write_files(directory, chunks: list[pd.DataFrame]) -> None:
         os.utime(path, (1_000_000 + k, 1_000_000 + k))  # the file source reads in mtime order
 
 
-def test_streaming_equals_core_and_reports_late_rows(spark, tmp_path):
+@pytest.mark.parametrize("quiet", [0, 6 * SPLIT_AT], ids=["one value", "chunks"])
+def test_streaming_equals_core_and_reports_late_rows(spark, tmp_path, quiet):
     pdf = make_rows(10, 30, seed=3, strings=True)
+    if quiet:  # items seen in two slots: each shard holds more than it keeps in one value
+        rng = np.random.default_rng(4)
+        slots = rng.integers(0, 30, (quiet, 2))
+        pdf = pd.concat([pdf, pd.DataFrame({
+            "item": np.repeat([f"q{k}" for k in range(quiet)], 2),
+            "t": T0 + slots.ravel() * SLOT_US + rng.integers(0, SLOT_US, 2 * quiet)})],
+            ignore_index=True)
     pdf = pdf.sort_values("t", kind="stable").reset_index(drop=True)
     cuts = np.linspace(0, len(pdf), 4).astype(int)
     chunks = [pdf.iloc[lo:hi].sample(frac=1.0, random_state=lo)  # disorder in each batch
@@ -219,3 +228,11 @@ def test_streaming_equals_core_and_reports_late_rows(spark, tmp_path):
     late = result.where("status = 'late'").collect()
     assert len(late) == 1 and "10.0.0.late" in late[0].detail
     assert result.where("status = 'malformed'").count() == 0
+    if quiet:
+        # the items did go to chunks after the first micro-batch (Spark's state reader sees the
+        # MapState's entries); the last one expires every item, and its emptied chunks go
+        def chunks(batch: int):
+            return (spark.read.format("statestore").option("stateVarName", "wk_chunks")
+                    .option("batchId", batch).load(str(tmp_path / "ckpt")))
+        assert chunks(0).select("key").distinct().count() == 2
+        assert chunks(3).count() == 0

@@ -66,4 +66,6 @@ def test_a_stream_with_chunked_state_gives_the_core_frames_across_a_restart(spar
     # the keys did go to chunks: Spark's state reader sees the MapState's entries
     chunks = (spark.read.format("statestore").option("stateVarName", "wk_chunks")
               .load(str(tmp_path / "ck")))
-    assert chunks.count() > 2 * chunk_store.MIN_CHUNKS
+    # (both shards split; the first micro-batch touched every key, so few chunks suit them)
+    per_shard = chunks.groupBy("key").count().toPandas()["count"]
+    assert len(per_shard) == 2 and (per_shard >= chunk_store.MIN_CHUNKS).all()
