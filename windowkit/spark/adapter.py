@@ -49,9 +49,9 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
 from windowkit.core.durations import to_micros
 from windowkit.core.operator import KEY, TIME, EventTimeRunner, StreamOperator, empty_frame
-from windowkit.core.serialization import compress_state, decompress_state
+from windowkit.core.serialization import compress_state
 from windowkit.core.validation import check_int
-from windowkit.spark.chunk_store import ChunkStore
+from windowkit.spark.chunk_store import ChunkStore, stored_runner
 from windowkit.spark.event_time import event_time
 
 SHARD = "wk_shard"  # no leading "__": TWS renames such columns positionally
@@ -722,10 +722,7 @@ class _RunnerProcessor(StatefulProcessor):
         if self.store is not None:
             runner, self.index = self.store.load(keys, watermark)
             return runner
-        stored = self.state.get()  # one round trip to the JVM (exists() would be another)
-        if stored is not None:
-            return EventTimeRunner.from_bytes(decompress_state(stored[0]))
-        return EventTimeRunner(self.factory())
+        return stored_runner(self.state, self.factory)
 
     def _save(self, runner: EventTimeRunner) -> None:
         if self.store is not None:

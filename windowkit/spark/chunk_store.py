@@ -115,6 +115,15 @@ class ShardIndex:
         return cls(int(meta["chunks"]), int(meta["keys"]), deadlines, float(meta["regret"]))
 
 
+def stored_runner(runner_state, factory) -> EventTimeRunner:
+    """The runner in the ``runner`` value, or a fresh one over ``factory()`` if there is none
+    (one round trip to the JVM: ``exists()`` would be another)."""
+    stored = runner_state.get()
+    if stored is not None:
+        return EventTimeRunner.from_bytes(decompress_state(stored[0]))
+    return EventTimeRunner(factory())
+
+
 class ChunkStore:
     """Load and save the runner of a shard whose operator is ``KEY_PARTITIONED``.
 
@@ -150,9 +159,7 @@ class ChunkStore:
         """The shard's runner holding the keys a micro-batch needs: those of ``keys`` (its
         rows' :attr:`key_column`), of the buffered rows ``watermark`` releases and of the
         deadlines it reaches."""
-        stored = self.runner_state.get()
-        runner = (EventTimeRunner.from_bytes(decompress_state(stored[0]))
-                  if stored is not None else EventTimeRunner(self.factory()))
+        runner = stored_runner(self.runner_state, self.factory)
         value = self.index_state.get()
         index = ShardIndex.from_bytes(value[0]) if value is not None else None
         self.last_read, self._loaded, self._touched = [], 0, 0

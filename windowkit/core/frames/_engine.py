@@ -60,6 +60,7 @@ from windowkit.core.durations import Duration
 from windowkit.core.frames.threshold import (
     OUTPUT_SCHEMA,
     VALUE,
+    _key_index,
     _keys_array,
     check_schedule,
     parse_frame_lengths,
@@ -409,8 +410,7 @@ class SequenceFramer(StreamOperator):
             msg = f"{type(self).__name__} key state: wrong fields or shapes"
             raise ValueError(msg)
         state = _KeyStates(st.initial)
-        state.keys = keys.tolist()
-        state.index = dict(zip(state.keys, range(len(state.keys)), strict=True))
+        state.keys, state.index = _key_index(keys)
         state.ints = {name: np.asarray(arrays[name], dtype=np.int64) for name in _INT_FIELDS}
         state.fstate = np.asarray(arrays["fstate"], dtype=np.float64)
         self._state = state

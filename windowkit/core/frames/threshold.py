@@ -194,6 +194,12 @@ def predicate_codes(values: np.ndarray | pd.Series | list) -> np.ndarray:
     return codes
 
 
+def _key_index(keys: np.ndarray) -> tuple[list, dict]:
+    """A key list and its key -> slot dict (the framers' per-key state index)."""
+    listed = keys.tolist()
+    return listed, dict(zip(listed, range(len(listed)), strict=True))
+
+
 def _keys_array(keys: list) -> np.ndarray:
     """Keys as int64 if every one is an integer (as :meth:`ThresholdFramer.to_bytes` stores
     them), else as objects."""
@@ -458,8 +464,7 @@ class ThresholdFramer(StreamOperator):
             msg = "ThresholdFramer key state: wrong fields or lengths"
             raise ValueError(msg)
         state = _KeyState()
-        state.keys = keys.tolist()
-        state.index = dict(zip(state.keys, range(len(state.keys)), strict=True))
+        state.keys, state.index = _key_index(keys)
         state.arrays = {name: np.asarray(arrays[name], dtype=dtype)
                         for name, dtype in _KeyState.FIELDS.items()}
         self._state = state
