@@ -31,13 +31,18 @@ from windowkit.core.serialization import (
 )
 from windowkit.spark.adapter import _RunnerProcessor
 
-TEXT = st.one_of(st.none(), st.text(max_size=6), st.sampled_from(["é", "日本", "", "a\x00b"]))
+TEXT = st.one_of(st.none(), st.text(max_size=6),
+                 st.sampled_from(["é", "日本", "", "a", "a\x00b", "\x00"]))
 
 
 def old_string_chunk(values: np.ndarray) -> bytes:
-    """The ``utf8dict`` array bytes as the per-string loop wrote them."""
-    codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    encoded = [str(v).encode("utf-8") for v in uniques]
+    """The ``utf8dict`` array bytes as the per-string loop wrote them (distinct values in order
+    of first appearance, None and NaN as code -1), with strings compared whole: pandas'
+    ``factorize`` merged ``""`` and ``"\\x00"`` (pandas issue #34551)."""
+    index: dict = {}
+    codes = np.array([-1 if pd.isna(v) else index.setdefault(v, len(index)) for v in values],
+                     dtype=np.int64)
+    encoded = [str(v).encode("utf-8") for v in index]
     lengths = np.array([len(e) for e in encoded], dtype="<i8")
     return codes.astype("<i8").tobytes() + lengths.tobytes() + b"".join(encoded)
 

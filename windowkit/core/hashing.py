@@ -10,6 +10,8 @@ import numba
 import numpy as np
 import pandas as pd
 
+from windowkit.core.factorize import factorize
+
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -52,7 +54,7 @@ def hash64(values: np.ndarray | pd.Series | list, seed: int = 0,
     """Hash integers or strings to uint64, deterministically for a given ``seed``.
 
     Integers are mixed with SplitMix64 (vectorized numpy); strings and other objects are
-    hashed with pandas' keyed SipHash (``pandas.util.hash_array``) and then mixed with the seed.
+    hashed with pandas' keyed SipHash (:func:`sip_hash`) and then mixed with the seed.
 
     Parameters
     ----------
@@ -83,7 +85,49 @@ def hash64(values: np.ndarray | pd.Series | list, seed: int = 0,
     if arr.dtype.kind in "iub":
         base = arr.astype(np.int64, copy=False).view(np.uint64)
     else:
-        base = pd.util.hash_array(arr.astype(object), hash_key="windowkit-sip-k1",
-                                    categorize=categorize)
+        base = sip_hash(arr.astype(object), hash_key="windowkit-sip-k1", categorize=categorize)
     with np.errstate(over="ignore"):
         return splitmix64(base ^ seed_mix)
+
+
+def sip_hash(values: np.ndarray, hash_key: str = "0123456789123456",
+             categorize: bool = True) -> np.ndarray:
+    """``pandas.util.hash_array`` of an object array, without merging strings at a NUL.
+
+    pandas' ``categorize`` finds the distinct values with a hash table that stops reading a
+    string at its first NUL character, so ``"a"`` and ``"a\\x00b"`` got one hash (pandas issue
+    #34551). Here the distinct values are found by :func:`windowkit.core.factorize.factorize`;
+    every hash of a string without NUL is the one pandas gives, and a missing value hashes to
+    ``2**64 - 1`` as in pandas' categorized path.
+
+    Parameters
+    ----------
+    values : numpy.ndarray of object
+        The values, one-dimensional.
+    hash_key : str
+        pandas' 16-character SipHash key (its default by default).
+    categorize : bool
+        Hash each distinct value once; ``False`` hashes every value (and a missing one as its
+        text), as pandas does.
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> h = sip_hash(np.array(["a", "a\\x00b", "a"], dtype=object))
+    >>> bool(h[0] == h[2]), bool(h[0] == h[1])
+    (True, False)
+    """
+    if not categorize:
+        return pd.util.hash_array(values, hash_key=hash_key, categorize=False)
+    codes, uniques = factorize(values)
+    hashed = pd.util.hash_array(np.asarray(uniques, dtype=object), hash_key=hash_key,
+                                categorize=False)
+    if not len(hashed):
+        return np.full(len(codes), np.iinfo(np.uint64).max, dtype=np.uint64)
+    out = hashed[codes]
+    out[codes < 0] = np.iinfo(np.uint64).max
+    return out

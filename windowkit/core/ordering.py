@@ -13,6 +13,8 @@ import numba
 import numpy as np
 import pandas as pd
 
+from windowkit.core.factorize import factorize
+
 
 def group_rows_by_slot(
     slot: np.ndarray, n_slots: int, time: np.ndarray, codes: np.ndarray
@@ -172,7 +174,7 @@ def factorize_keys(key: np.ndarray | pd.Series | pd.Categorical) -> tuple[np.nda
             return codes, categories
         remap = np.cumsum(present) - 1  # unused categories must not become keys
         return remap[codes], categories[present]
-    codes, uniques = pd.factorize(np.asarray(key), sort=False)
+    codes, uniques = factorize(key)
     if (codes < 0).any():
         msg = "`key` must not be null"
         raise ValueError(msg)

@@ -22,8 +22,9 @@ from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
+
+from windowkit.core.factorize import factorize
 
 MAGIC = b"WKIT"
 CONTAINER_VERSION = 1
@@ -123,7 +124,7 @@ def pack_state(
         arr = np.asarray(arr)
         if arr.dtype == object or arr.dtype.kind == "U":
             # dictionary-encode: per-row strings cost a Python call each, distinct values few
-            codes, uniques = pd.factorize(arr.ravel(), use_na_sentinel=True)
+            codes, uniques = factorize(arr.ravel())
             lengths, text = _utf8_strings(uniques)
             specs.append({"name": name, "dtype": "utf8dict", "shape": list(arr.shape),
                           "n_unique": len(lengths)})

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from windowkit.core.chunks import chunk_of, decode_chunks, encode_chunks
+from windowkit.core.factorize import factorize
 from windowkit.core.operator import TIME, EventTimeRunner, StreamOperator
 from windowkit.core.serialization import (
     compress_state,
@@ -252,7 +253,7 @@ def _distinct(keys) -> np.ndarray:
         keys = keys.array
     if isinstance(keys, pd.Categorical):
         return np.asarray(keys.categories)[np.unique(np.asarray(keys.codes))]
-    return pd.unique(keys.to_numpy() if isinstance(keys, pd.Series) else np.asarray(keys))
+    return factorize(keys)[1]
 
 
 def _batch_cost(chunks: int, keys: int, touched: int) -> float:

@@ -30,6 +30,7 @@ import pandas as pd
 
 from windowkit.core.chunks import COUNT
 from windowkit.core.durations import Duration
+from windowkit.core.factorize import factorize
 from windowkit.core.operator import TIME, StreamOperator
 from windowkit.core.persistence import (
     PersistenceConfig,
@@ -281,7 +282,7 @@ class PersistentItemsOperator(StreamOperator):
         if not cores:
             return _empty_items(self.item_type), _empty_item_arrays(instances)
         parts = [core.canonical() for core in cores]
-        inverse, items = pd.factorize(np.concatenate([p["value"] for p in parts])
+        inverse, items = factorize(np.concatenate([p["value"] for p in parts])
                                       if len(parts) > 1 else parts[0]["value"])
         items = np.asarray(items, dtype=object if self.item_type == "string" else np.int64)
         held = len(items)

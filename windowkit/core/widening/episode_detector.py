@@ -24,6 +24,7 @@ import numba
 import numpy as np
 import pandas as pd
 
+from windowkit.core.hashing import sip_hash
 from windowkit.core.widening.detector import Detector, Match
 from windowkit.core.widening.episode import REMOTE_SHELL, Episode, parse_episode
 
@@ -62,7 +63,7 @@ def hash_values(values: pd.Series | np.ndarray | list) -> np.ndarray:
         text = series.astype(str)
     else:
         text = series.astype(object).where(~missing, "").map(_as_text)
-    hashed = pd.util.hash_array(text.to_numpy(dtype=object), categorize=True).view(np.int64)
+    hashed = sip_hash(text.to_numpy(dtype=object)).view(np.int64)
     hashed = np.where(hashed == 0, 1, hashed)
     hashed[missing] = 0
     return hashed

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from windowkit.core.factorize import factorize
 from windowkit.core.operator import KEY, TIME, StreamOperator
 from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
 from windowkit.core.widening.config import ReportMode, WideningConfig
@@ -311,7 +312,7 @@ class WindowWidening(StreamOperator):
             codes = keys.cat.codes.to_numpy()
             uniques = np.asarray(keys.cat.categories, dtype=object)
         else:
-            codes, uniques = pd.factorize(keys.to_numpy(), sort=False)
+            codes, uniques = factorize(keys)
             uniques = np.asarray(uniques, dtype=object)
         if (codes < 0).any():
             msg = "`key` must not be null"
