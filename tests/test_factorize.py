@@ -8,11 +8,14 @@ strings.
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from windowkit.core import key_index
 from windowkit.core.chunks import chunk_of
 from windowkit.core.factorize import factorize
 from windowkit.core.frames import ThresholdFramer
@@ -83,3 +86,19 @@ def test_stored_strings_keep_what_follows_a_nul():
     arr = np.array(["", "\x00", "a", "a\x00b"], dtype=object)
     _, arrays = unpack_state(pack_state("DEMO", 1, {}, {"s": arr}), "DEMO", 1)
     assert arrays["s"].tolist() == arr.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(start=st.lists(NUL_TEXT, unique=True, max_size=8),
+       batches=st.lists(st.lists(NUL_TEXT, unique=True, max_size=12), max_size=8),
+       small=st.sampled_from([0, 2, 1024]))
+def test_key_slots_are_those_of_a_python_dict(start, batches, small):
+    # a tiny merge threshold rebuilds the hash table every few keys
+    with mock.patch.object(key_index, "_SMALL", small):
+        index = key_index.KeyIndex(np.array(start, dtype=object))
+        reference = {k: i for i, k in enumerate(start)}
+        for batch in batches:
+            slots = index.slots(np.array(batch, dtype=object))
+            assert slots.tolist() == [reference.setdefault(k, len(reference)) for k in batch]
+        assert index.keys == list(reference)
+        assert index.array().tolist() == list(reference)

@@ -14,6 +14,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
+from pyspark.sql import functions as F
 
 from windowkit.datasets.routers import router_readings
 from windowkit.spark.chunk_store import SPLIT_AT
@@ -24,22 +25,31 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 N_FILES = 8
 
 
-@pytest.fixture(scope="module", params=["one value", "chunks"])
-def input_dir(request, tmp_path_factory):
-    """Six routers reporting every minute; for "chunks" also 3 * SPLIT_AT routers reporting
-    three times, so that each of the two shards keeps its keys in chunks (issue #17)."""
+@pytest.fixture(scope="module")
+def input_dir(spark, tmp_path_factory):
+    """Six routers reporting every minute and thousands reporting three times, all but 64 of
+    them in the shard of the first router (Spark's hash of the router, modulo the two
+    shards): that shard keeps its keys in chunks (issue #17), the other its 64 routers in one
+    value, so one run crashes both kinds of state (tests/test_spark_state_chunks.py checks on
+    Spark that a shard holding more than SPLIT_AT keys keeps them in chunks)."""
     folder = tmp_path_factory.mktemp("crash") / "in"
     folder.mkdir()
     readings = router_readings(n_routers=6, n_reports=240, seed=11, mean_gap=60)
-    if request.param == "chunks":
-        rng = np.random.default_rng(12)
-        quiet = 3 * SPLIT_AT
-        start, span = readings["time"].min(), readings["time"].max() - readings["time"].min()
-        readings = pd.concat([readings, pd.DataFrame({
-            "router": np.repeat([f"q{k:05d}" for k in range(quiet)], 3),
-            "time": start + span * np.sort(rng.random(3 * quiet)),
-            "loss_rate": rng.random(3 * quiet) * 0.006,
-        })], ignore_index=True).sort_values("time", kind="stable", ignore_index=True)
+    candidates = pd.DataFrame({"router": [f"q{k:05d}" for k in range(3 * SPLIT_AT)]})
+    shards = dict(spark.createDataFrame(pd.concat([candidates, readings[["router"]]]))
+                  .select("router", F.pmod(F.hash("router"), F.lit(2)).alias("shard"))
+                  .distinct().toPandas().itertuples(index=False, name=None))
+    chunked = shards[readings["router"].iloc[0]]
+    quiet = [r for r in candidates["router"] if shards[r] == chunked]
+    quiet += [r for r in candidates["router"] if shards[r] != chunked][:64]  # the other shard
+    assert len(quiet) > SPLIT_AT + 64
+    rng = np.random.default_rng(12)
+    start, span = readings["time"].min(), readings["time"].max() - readings["time"].min()
+    readings = pd.concat([readings, pd.DataFrame({
+        "router": np.repeat(quiet, 3),
+        "time": start + span * np.sort(rng.random(3 * len(quiet))),
+        "loss_rate": rng.random(3 * len(quiet)) * 0.006,
+    })], ignore_index=True).sort_values("time", kind="stable", ignore_index=True)
     readings = readings.astype({"time": "datetime64[us, UTC]"})
     for k, part in enumerate(_split(readings, N_FILES)):
         path = folder / f"part-{k:02d}.parquet"

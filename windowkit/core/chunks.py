@@ -232,7 +232,8 @@ def decode_chunks(blobs: Iterable[bytes | memoryview],
             msg = f"unsupported state chunk version {version}"
             raise StateFormatError(msg)
         if stored_print != fingerprint or kind not in (_STR_KEYS, _INT_KEYS):
-            msg = "state chunk was written with another state layout"
+            msg = ("state chunk was written with another state layout (another windowkit "
+                   "version or operator); restart the query on a new checkpoint")
             raise StateFormatError(msg)
         kinds.add(kind)
         at = _HEADER.size

@@ -107,9 +107,11 @@ class StreamOperator(ABC):
         msg = f"{type(self).__name__} does not keep its state per key"
         raise NotImplementedError(msg)
 
-    def key_deadlines(self) -> np.ndarray | None:
+    def key_deadlines(self, arrays: dict[str, np.ndarray] | None = None) -> np.ndarray | None:
         """Each held key's smallest watermark at which :meth:`advance` would emit something
-        for it (int64 max: none), in :meth:`key_state` order; None if no key has one."""
+        for it (int64 max: none), in :meth:`key_state` order; None if no key has one.
+        ``arrays``: those :meth:`key_state` just returned, if the caller has them (an operator
+        that derives deadlines from them need not build them again)."""
         return None
 
 

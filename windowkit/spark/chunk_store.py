@@ -213,7 +213,7 @@ class ChunkStore:
         remove_many(self.chunk_state, [(c,) for c in sorted(stale - set(blobs))])
         for c in stale | set(blobs):
             index.deadlines.pop(c, None)
-        deadlines = operator.key_deadlines()
+        deadlines = operator.key_deadlines(arrays)
         if deadlines is not None and len(keys):
             has = deadlines != NO_DEADLINE
             earliest = np.full(chunks, NO_DEADLINE, dtype=np.int64)

@@ -60,11 +60,11 @@ from windowkit.core.durations import Duration
 from windowkit.core.frames.threshold import (
     OUTPUT_SCHEMA,
     VALUE,
-    _key_index,
     _keys_array,
     check_schedule,
     parse_frame_lengths,
 )
+from windowkit.core.key_index import KeyIndex
 from windowkit.core.operator import KEY, TIME, StreamOperator
 from windowkit.core.ordering import factorize_keys
 from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
@@ -187,26 +187,27 @@ _INT_FIELDS = ("last_time", "status", "f_start", "f_last", "f_before", "f_n", "f
 class _KeyStates:
     """Per-key state: int64 arrays indexed by slot, and the framings' float state rows."""
 
-    def __init__(self, initial: np.ndarray) -> None:
+    def __init__(self, initial: np.ndarray, keys: np.ndarray | list = ()) -> None:
         self.initial = np.asarray(initial, dtype=np.float64)
-        self.keys: list = []
-        self.index: dict = {}
+        self.index = KeyIndex(keys)
         self.ints = {name: np.zeros(0, dtype=np.int64) for name in _INT_FIELDS}
         self.fstate = np.zeros((0, len(self.initial)), dtype=np.float64)
 
+    @property
+    def keys(self) -> list:
+        return self.index.keys
+
     def slots(self, uniques: np.ndarray) -> np.ndarray:
-        new = [k for k in uniques.tolist() if k not in self.index]
-        if new:
-            for k in new:
-                self.index[k] = len(self.keys)
-                self.keys.append(k)
-            grow = len(new)
+        held = len(self.index)
+        slots = self.index.slots(uniques)
+        grow = len(self.index) - held
+        if grow:
             for name, arr in self.ints.items():
                 fill = _NONE if name in ("last_time", "pend_end", "f_before") else 0
                 fill = -1 if name == "frame_id" else fill
                 self.ints[name] = np.concatenate([arr, np.full(grow, fill, dtype=np.int64)])
             self.fstate = np.concatenate([self.fstate, np.tile(self.initial, (grow, 1))])
-        return np.fromiter((self.index[k] for k in uniques.tolist()), np.int64, len(uniques))
+        return slots
 
 
 class SequenceFramer(StreamOperator):
@@ -409,13 +410,12 @@ class SequenceFramer(StreamOperator):
                 or arrays["fstate"].shape[1:] != st.initial.shape):
             msg = f"{type(self).__name__} key state: wrong fields or shapes"
             raise ValueError(msg)
-        state = _KeyStates(st.initial)
-        state.keys, state.index = _key_index(keys)
+        state = _KeyStates(st.initial, keys)
         state.ints = {name: np.asarray(arrays[name], dtype=np.int64) for name in _INT_FIELDS}
         state.fstate = np.asarray(arrays["fstate"], dtype=np.float64)
         self._state = state
 
-    def key_deadlines(self) -> np.ndarray | None:
+    def key_deadlines(self, arrays: dict[str, np.ndarray] | None = None) -> np.ndarray | None:
         """Each key's smallest watermark at which :meth:`advance` settles its frame.
 
         Examples
@@ -522,7 +522,7 @@ class SequenceFramer(StreamOperator):
             return self.empty_output()
         if self.spec.extent == "liberal":
             start = np.where(before != _NONE, before, start)
-        keys = np.asarray(self._state.keys, dtype=object)[slots]
+        keys = self._state.index.array()[slots]
         end_col = (pd.array(end, dtype="Int64") if final
                    else pd.array([None] * len(slots), dtype="Int64"))
         return pd.DataFrame({
@@ -596,8 +596,7 @@ class SequenceFramer(StreamOperator):
                 msg = f"framing state has shape {fstate.shape}, expected {expected}"
                 raise StateFormatError(msg)
             st.fstate = fstate.copy()
-            st.keys = arrays["keys"].tolist()
-            st.index = {k: i for i, k in enumerate(st.keys)}
+            st.index = KeyIndex(arrays["keys"])
         except StateFormatError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:

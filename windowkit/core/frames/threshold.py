@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from windowkit.core.durations import Duration, to_micros
+from windowkit.core.key_index import KeyIndex
 from windowkit.core.operator import KEY, TIME, StreamOperator
 from windowkit.core.ordering import factorize_keys, group_rows_by_slot, sort_each_key_by_time
 from windowkit.core.serialization import pack_state, state_decoder, unpack_state
@@ -194,12 +195,6 @@ def predicate_codes(values: np.ndarray | pd.Series | list) -> np.ndarray:
     return codes
 
 
-def _key_index(keys: np.ndarray) -> tuple[list, dict]:
-    """A key list and its key -> slot dict (the framers' per-key state index)."""
-    listed = keys.tolist()
-    return listed, dict(zip(listed, range(len(listed)), strict=True))
-
-
 def _keys_array(keys: list) -> np.ndarray:
     """Keys as int64 if every one is an integer (as :meth:`ThresholdFramer.to_bytes` stores
     them), else as objects."""
@@ -226,24 +221,24 @@ class _KeyState:
         "next_id": np.int64,  # next frame id of the key
     }
 
-    def __init__(self) -> None:
-        self.keys: list = []
-        self.index: dict = {}
+    def __init__(self, keys: np.ndarray | list = ()) -> None:
+        self.index = KeyIndex(keys)
         self.arrays = {name: np.zeros(0, dtype=dtype) for name, dtype in self.FIELDS.items()}
 
+    @property
+    def keys(self) -> list:
+        return self.index.keys
+
     def slots(self, unique_keys: np.ndarray) -> np.ndarray:
-        new = [k for k in unique_keys.tolist() if k not in self.index]
-        if new:
-            for k in new:
-                self.index[k] = len(self.keys)
-                self.keys.append(k)
-            grow = len(new)
+        held = len(self.index)
+        slots = self.index.slots(unique_keys)
+        grow = len(self.index) - held
+        if grow:
             for name, arr in self.arrays.items():
                 fill = _NONE if name in ("last_time", "pend_end") else 0
                 fill = -1 if name == "frame_id" else fill
                 self.arrays[name] = np.concatenate([arr, np.full(grow, fill, dtype=arr.dtype)])
-        return np.fromiter((self.index[k] for k in unique_keys.tolist()), np.int64,
-                           len(unique_keys))
+        return slots
 
     def __getattr__(self, name: str) -> np.ndarray:
         try:
@@ -463,13 +458,12 @@ class ThresholdFramer(StreamOperator):
                                                        for a in arrays.values()):
             msg = "ThresholdFramer key state: wrong fields or lengths"
             raise ValueError(msg)
-        state = _KeyState()
-        state.keys, state.index = _key_index(keys)
+        state = _KeyState(keys)
         state.arrays = {name: np.asarray(arrays[name], dtype=dtype)
                         for name, dtype in _KeyState.FIELDS.items()}
         self._state = state
 
-    def key_deadlines(self) -> np.ndarray | None:
+    def key_deadlines(self, arrays: dict[str, np.ndarray] | None = None) -> np.ndarray | None:
         """Each key's smallest watermark at which :meth:`advance` closes its frame.
 
         Examples
@@ -554,10 +548,7 @@ windowkit container version 0
             duplicates=meta.get("duplicates", "keep"),  # older state: the rows all counted
         )
         framer = cls(spec=spec)
-        st = framer._state
-        keys = arrays.pop("keys").tolist()
-        st.keys = keys
-        st.index = {k: i for i, k in enumerate(keys)}
+        st = framer._state = _KeyState(arrays.pop("keys"))
         for name, dtype in _KeyState.FIELDS.items():
             st.arrays[name] = arrays[name].astype(dtype, copy=False)
         return framer
@@ -642,7 +633,7 @@ def _frame_rows(
 ) -> pd.DataFrame:
     if len(slots) == 0:
         return framer.empty_output()
-    keys = np.asarray(framer._state.keys, dtype=object)[slots]
+    keys = framer._state.index.array()[slots]
     end_col = pd.array(end, dtype="Int64") if final else pd.array([None] * len(slots),
                                                                   dtype="Int64")
     return pd.DataFrame({

@@ -286,21 +286,19 @@ class PersistentItemsOperator(StreamOperator):
                                       if len(parts) > 1 else parts[0]["value"])
         items = np.asarray(items, dtype=object if self.item_type == "string" else np.int64)
         held = len(items)
-        hashes = np.zeros(held, dtype=np.uint64)
         last = np.zeros((held, instances), dtype=np.int64)
         length = np.zeros((held, instances), dtype=np.int64)
         owners, instance_of, at = [], [], 0
         for i, part in enumerate(parts):
             where = inverse[at:at + len(part["key"])]
             at += len(part["key"])
-            hashes[where] = part["key"]
             last[where, i] = part["last"]
             length[where, i] = part["length"]
             owners.append(np.repeat(where, part["length"]))
             instance_of.append(np.full(len(part["tslot"]), i, dtype=np.int64))
         order = np.lexsort((np.concatenate(instance_of), np.concatenate(owners)))
         return items, {
-            "hash": hashes, "last": last, "length": length, COUNT: length.sum(axis=1),
+            "last": last, "length": length, COUNT: length.sum(axis=1),
             "tslot[]": np.concatenate([p["tslot"] for p in parts])[order].astype(np.int64),
             "tcount[]": np.concatenate([p["tcount"] for p in parts])[order].astype(np.int64),
         }
@@ -334,17 +332,19 @@ class PersistentItemsOperator(StreamOperator):
         length = np.asarray(arrays["length"], dtype=np.int64).reshape(len(keys), instances)
         instance_of = np.repeat(np.tile(np.arange(instances), len(keys)), length.ravel())
         values = np.asarray(keys, dtype=object if self.item_type == "string" else np.int64)
+        # an item's hash is not stored: 8 random bytes an item, more than the rest compressed
+        hashes = sketch._hash(values)
         for i, core in enumerate(sketch._cores):
             mine = length[:, i] > 0
             core.load({
-                "key": arrays["hash"][mine], "last": arrays["last"][mine, i],
+                "key": hashes[mine], "last": arrays["last"][mine, i],
                 "value": values[mine], "length": length[mine, i],
                 "tslot": arrays["tslot[]"][instance_of == i],
                 "tcount": arrays["tcount[]"][instance_of == i],
             })
         sketch._after_now()
 
-    def key_deadlines(self) -> np.ndarray | None:
+    def key_deadlines(self, arrays: dict[str, np.ndarray] | None = None) -> np.ndarray | None:
         """The watermark closing the open slot for each item the slot's close would report
         (int64 max for the others: without a row of theirs they cannot become reportable,
         since expiry only lowers an item's count), in :meth:`key_state` order.
@@ -360,8 +360,9 @@ class PersistentItemsOperator(StreamOperator):
         >>> op.advance(49)["item"].tolist()
         [7]
         """
-        items, arrays = self.key_state()
-        if not len(items) or self._open is None:
+        if arrays is None:
+            arrays = self.key_state()[1]
+        if not len(arrays[COUNT]) or self._open is None:
             return None
         length = arrays["length"]
         # each instance's earliest tuple holds the item's count (the largest n_{d,t'})
@@ -410,7 +411,7 @@ def _empty_items(item_type: str) -> np.ndarray:
 def _empty_item_arrays(instances: int) -> dict[str, np.ndarray]:
     """The layout of :meth:`PersistentItemsOperator.key_state`, with no item."""
     per_instance = np.zeros((0, instances), dtype=np.int64)
-    return {"hash": np.zeros(0, dtype=np.uint64), "last": per_instance,
+    return {"last": per_instance,
             "length": per_instance.copy(), COUNT: np.zeros(0, dtype=np.int64),
             "tslot[]": np.zeros(0, dtype=np.int64), "tcount[]": np.zeros(0, dtype=np.int64)}
 
