@@ -3,17 +3,17 @@
 pandas (2.x) finds distinct strings with a hash table keyed on C strings, so two strings equal
 up to their first NUL character are one value to it (``"a"`` and ``"a\\x00b"``; pandas issues
 #34551 and #53720, fixed only in pandas 3.1). Keys, items and stored strings are the user's
-data: two of them must never merge. Strings are found distinct here by Arrow, which compares
-their lengths and bytes; other objects by pandas, which compares them as Python objects.
+data: two of them must never merge. Objects are found distinct here by the hash table pandas
+itself takes for objects other than strings, which compares them as Python objects, with
+Python's hash (cached in each string object). On 10 M keys of 1,000 routers it takes 1.5 times
+the time of pandas' string table; Arrow, which converts every string first, took 3.4 times.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
-from pandas.api.types import infer_dtype
+from pandas._libs.hashtable import PyObjectHashTable
 
 __all__ = ["factorize"]
 
@@ -47,19 +47,9 @@ def factorize(values: np.ndarray | pd.Series | list) -> tuple[np.ndarray, np.nda
     arr = values.to_numpy() if isinstance(values, pd.Series) else np.asarray(values)
     if arr.dtype.kind == "U":
         arr = arr.astype(object)
-    if arr.dtype != object or infer_dtype(arr, skipna=True) != "string":
+    if arr.dtype != object:
         codes, uniques = pd.factorize(arr, use_na_sentinel=True)
         return codes.astype(np.int64, copy=False), np.asarray(uniques)
-    encoded = pa.array(arr, type=pa.large_string(), from_pandas=True).dictionary_encode()
-    codes = pc.fill_null(encoded.indices, -1).to_numpy().astype(np.int64, copy=False)
-    return codes, arr[_first_of_each(codes)]
-
-
-def _first_of_each(codes: np.ndarray) -> np.ndarray:
-    """Where each code first appears, for codes numbered in order of first appearance.
-
-    The distinct values are taken from the input, not from Arrow's text, so that they are the
-    very objects pandas would return (a ``str`` subclass such as an Enum member stays one).
-    """
-    highest = np.maximum.accumulate(codes)
-    return np.flatnonzero(np.diff(highest, prepend=-1) > 0)
+    table = PyObjectHashTable(max(len(arr), 1))
+    uniques, codes = table.factorize(arr, na_sentinel=-1)
+    return np.asarray(codes, dtype=np.int64), np.asarray(uniques, dtype=object)
