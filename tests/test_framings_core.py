@@ -423,3 +423,15 @@ def test_a_user_numba_kernel_gives_the_frames_of_its_python_decide(data, df):
     pd.testing.assert_frame_equal(compiled, python)
     again = CustomFramer.from_bytes(CustomFramer(FallingBy(0.5), **opts).to_bytes())
     assert isinstance(again.framing, FallingBy) and again.framing.x == 0.5
+
+
+def test_the_loop_around_a_user_kernel_is_compiled_once_for_every_framing_of_its_class():
+    # a numba dispatcher read through an instance is a method bound to that instance: the
+    # loop was compiled again, seconds each time, for every framing object
+    from windowkit.core.frames import _engine
+
+    for x in (0.5, 0.25, 0.5):
+        CustomFramer(FallingBy(x)).update(np.arange(4), np.array([3.0, 2.0, 1.0, 0.5]))
+    assert [k for k in _engine._USER_LOOPS if k is FallingBy.__dict__["kernel"]]
+    assert sum(1 for k in _engine._USER_LOOPS if getattr(k, "__func__", k)
+               is FallingBy.__dict__["kernel"]) == 1

@@ -65,7 +65,7 @@ def hash64(values: np.ndarray | pd.Series | list, seed: int = 0,
     categorize : bool
         Hash each distinct string once (pandas' ``categorize``); ``False`` when the strings
         are known to be distinct, where finding them costs three times the hashing. The
-        hashes are the same either way.
+        hashes are the same either way, except for missing values (None, NaN).
 
     Returns
     -------

@@ -48,6 +48,7 @@ infinite is a missing element; absent reports are missing elements too.
 from __future__ import annotations
 
 import importlib
+import inspect
 import types
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -474,7 +475,7 @@ class SequenceFramer(StreamOperator):
             *(st.ints[name] for name in _INT_FIELDS), st.fstate, st.initial,
         )
         builtin = getattr(self.framing, "builtin_kind", None)
-        kernel = getattr(self.framing, "kernel", None)
+        kernel = _kernel_of(self.framing)
         kind = -1 if builtin is None else builtin
         if builtin is not None or kernel is not None:
             params = np.asarray(self.framing.kernel_params(), dtype=np.float64)
@@ -983,6 +984,14 @@ _frame_loop_py = types.FunctionType(
     _loop_impl.__code__, {**globals(), "_decide": _py_decide, "_emit": _emit.py_func},
     "_frame_loop_py")
 _USER_LOOPS: dict = {}
+
+
+def _kernel_of(framing: Any) -> Any:
+    """A framing's numba kernel as its class holds it: read through the instance, a numba
+    dispatcher binds to it (a method bound to each framing object), which made the loop
+    around it compile anew, seconds each time, for every framing built."""
+    kernel = inspect.getattr_static(framing, "kernel", None)
+    return kernel.__func__ if isinstance(kernel, staticmethod) else kernel
 
 
 def _user_loop(kernel: Any) -> Any:
