@@ -13,9 +13,12 @@ after a change can sit side by side.
 
 The script uses the ``windowkit`` of the tree it lives in, in the driver and in Spark's Python
 workers (through ``PYTHONPATH``), so the same command measures any checkout (copy the script
-into an older one). ``bench/results/state_scale_one_value.json`` holds the run before the keys
-went into chunks (each shard's whole state in one value, commit caccfa6), and
-``state_scale_before.json`` the run before the state was stored compressed (commit fe13414)::
+into an older one). ``bench/results/state_scale.json`` holds the latest runs (1 K keys touched,
+and all of 1 M touched, of one day: compare ratios within one file, this machine's speed varies
+from day to day by half), ``state_scale_1626644.json`` the whole table when the keys first went
+into chunks, ``state_scale_one_value.json`` the run before (each shard's whole state in one
+value, commit caccfa6), and ``state_scale_before.json`` the run before the state was stored
+compressed (commit fe13414)::
 
     .venv/bin/python bench/state_scale.py                      # 1 K and 100 K keys held
     .venv/bin/python bench/state_scale.py --keys 1000,100000,1000000,10000000 --max-keys 1e7
