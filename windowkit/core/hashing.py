@@ -116,7 +116,6 @@ def sip_hash(values: np.ndarray, hash_key: str = "0123456789123456",
 
     Examples
     --------
-    >>> import numpy as np
     >>> h = sip_hash(np.array(["a", "a\\x00b", "a"], dtype=object))
     >>> bool(h[0] == h[2]), bool(h[0] == h[1])
     (True, False)
