@@ -37,11 +37,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from windowkit.core.chunks import chunk_of, decode_chunks, encode_chunks
-from windowkit.core.factorize import factorize
 from windowkit.core.operator import TIME, EventTimeRunner, StreamOperator
+from windowkit.core.ordering import factorize_keys
 from windowkit.core.serialization import (
     compress_state,
     decompress_state,
@@ -166,11 +165,11 @@ class ChunkStore:
         self.last_read, self._loaded, self._touched = [], 0, 0
         if index is None:
             return runner, None
-        needed = [_distinct(keys)] if len(keys) else []
+        needed = [factorize_keys(keys)[1]] if len(keys) else []
         buffer = runner._buffer
         if buffer is not None and len(buffer) and watermark is not None:
             released = buffer[self.key_column][buffer[TIME].to_numpy() <= watermark]
-            needed.append(_distinct(released))
+            needed.append(factorize_keys(released)[1])
         wanted = set(index.due(watermark))
         for distinct in needed:
             self._touched += len(distinct)
@@ -245,15 +244,6 @@ class ChunkStore:
         operator.load_key_state(keys, arrays)
         if not keep:
             self._loaded = len(keys)
-
-
-def _distinct(keys) -> np.ndarray:
-    """The distinct values of a key column (a Categorical's categories in use)."""
-    if isinstance(keys, pd.Series) and isinstance(keys.dtype, pd.CategoricalDtype):
-        keys = keys.array
-    if isinstance(keys, pd.Categorical):
-        return np.asarray(keys.categories)[np.unique(np.asarray(keys.codes))]
-    return factorize(keys)[1]
 
 
 def _batch_cost(chunks: int, keys: int, touched: int) -> float:

@@ -391,7 +391,7 @@ class SequenceFramer(StreamOperator):
         (['b', 'a'], (2, 2))
         """
         st = self._state
-        return _keys_array(st.keys), {**st.ints, "fstate": st.fstate}
+        return _keys_array(st.index), {**st.ints, "fstate": st.fstate}
 
     def load_key_state(self, keys: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
         """Hold exactly ``keys`` with the state ``arrays`` (of :meth:`key_state`).
@@ -555,8 +555,8 @@ class SequenceFramer(StreamOperator):
         0      1    4
         """
         st = self._state
-        integer_keys = bool(st.keys) and all(isinstance(k, (int, np.integer)) for k in st.keys)
-        keys = np.asarray(st.keys, dtype=object)
+        keys = st.index.array()
+        integer_keys = bool(len(keys)) and all(isinstance(k, (int, np.integer)) for k in keys)
         meta = {"spec": self.spec.to_meta(), "framing": self.framing_meta(),
                 "integer_keys": integer_keys, "state_size": int(st.fstate.shape[1])}
         arrays = dict(st.ints)

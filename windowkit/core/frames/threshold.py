@@ -195,12 +195,13 @@ def predicate_codes(values: np.ndarray | pd.Series | list) -> np.ndarray:
     return codes
 
 
-def _keys_array(keys: list) -> np.ndarray:
+def _keys_array(index: KeyIndex) -> np.ndarray:
     """Keys as int64 if every one is an integer (as :meth:`ThresholdFramer.to_bytes` stores
     them), else as objects."""
-    if keys and all(isinstance(k, (int, np.integer)) for k in keys):
-        return np.asarray(keys, dtype=np.int64)
-    return np.asarray(keys, dtype=object)
+    keys = index.array()
+    if len(keys) and all(isinstance(k, (int, np.integer)) for k in keys):
+        return keys.astype(np.int64)
+    return keys
 
 
 class _KeyState:
@@ -440,7 +441,7 @@ class ThresholdFramer(StreamOperator):
         >>> keys.tolist(), arrays["open"].tolist()
         (['b', 'a'], [True, False])
         """
-        return _keys_array(self._state.keys), dict(self._state.arrays)
+        return _keys_array(self._state.index), dict(self._state.arrays)
 
     def load_key_state(self, keys: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
         """Hold exactly ``keys`` with the state ``arrays`` (of :meth:`key_state`).
@@ -518,8 +519,8 @@ class ThresholdFramer(StreamOperator):
             ),
             "duplicates": spec.duplicates,
         }
-        keys = np.asarray(self._state.keys, dtype=object)
-        integer_keys = all(isinstance(k, (int, np.integer)) for k in self._state.keys)
+        keys = self._state.index.array()
+        integer_keys = all(isinstance(k, (int, np.integer)) for k in keys)
         meta["integer_keys"] = integer_keys
         arrays = dict(self._state.arrays)
         arrays["keys"] = keys.astype(np.int64) if integer_keys and len(keys) else keys

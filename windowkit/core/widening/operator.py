@@ -41,8 +41,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from windowkit.core.factorize import factorize
+from windowkit.core.key_index import KeyIndex
 from windowkit.core.operator import KEY, TIME, StreamOperator
+from windowkit.core.ordering import factorize_keys
 from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
 from windowkit.core.widening.config import ReportMode, WideningConfig
 from windowkit.core.widening.detector import Detector, detector_path, resolve_detector
@@ -135,8 +136,7 @@ class WindowWidening(StreamOperator):
         self.config = config or WideningConfig.create(base, max_length, max_duration, levels,
                                                       report, base_chunks)
         self.detector = detector
-        self._keys: list = []
-        self._index: dict = {}
+        self._key_index = KeyIndex()
         self._next_seq = np.zeros(0, dtype=np.int64)
         self._last_time = np.zeros(0, dtype=np.int64)
         self._ties = np.zeros(0, dtype=np.int64)
@@ -306,30 +306,22 @@ class WindowWidening(StreamOperator):
                     best = end if best is None else min(best, end)
         return None if best is None else best - 1
 
+    @property
+    def _keys(self) -> list:
+        """The keys in slot order."""
+        return self._key_index.keys
+
     # ------------------------------------------------------------------ rows in
     def _slots(self, keys: pd.Series) -> np.ndarray:
-        if isinstance(keys.dtype, pd.CategoricalDtype):
-            codes = keys.cat.codes.to_numpy()
-            uniques = np.asarray(keys.cat.categories, dtype=object)
-        else:
-            codes, uniques = factorize(keys)
-            uniques = np.asarray(uniques, dtype=object)
-        if (codes < 0).any():
-            msg = "`key` must not be null"
-            raise ValueError(msg)
-        used = np.flatnonzero(np.bincount(codes, minlength=len(uniques)))
-        new = [u for u in uniques[used].tolist() if u not in self._index]
-        if new:
-            for k in new:
-                self._index[k] = len(self._keys)
-                self._keys.append(k)
-            grow = len(new)
+        codes, uniques = factorize_keys(keys)
+        held = len(self._key_index)
+        slots = self._key_index.slots(uniques)
+        grow = len(self._key_index) - held
+        if grow:
             self._next_seq = np.concatenate([self._next_seq, np.zeros(grow, np.int64)])
             self._last_time = np.concatenate([self._last_time, np.full(grow, _NONE, np.int64)])
             self._ties = np.concatenate([self._ties, np.zeros(grow, np.int64)])
-        lookup = np.full(len(uniques), -1, dtype=np.int64)
-        lookup[used] = [self._index[k] for k in uniques[used].tolist()]
-        return lookup[codes]
+        return slots[codes]
 
     # ------------------------------------------------------------------ windows
     def _close(self, bound: int) -> pd.DataFrame:
@@ -505,10 +497,8 @@ class WindowWidening(StreamOperator):
                                 levels=meta["levels"], report=meta["report"],
                                 base_chunks=meta["base_chunks"])
         op = cls(resolve_detector(meta["detector"], meta["spec"]), config=config)
-        keys = arrays["keys"].tolist()
-        op._keys = keys
-        op._index = {k: i for i, k in enumerate(keys)}
-        n_keys = len(keys)
+        op._key_index = KeyIndex(arrays["keys"])
+        n_keys = len(op._key_index)
         for name in ("next_seq", "last_time", "ties"):
             arr = arrays[name].astype(np.int64)
             if len(arr) != n_keys:
