@@ -10,6 +10,7 @@ import sys
 
 from pyspark.sql import SparkSession
 
+PYTHON_DAEMON = "windowkit.spark.python_daemon"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 # The one byte limit at which Spark does not measure an Arrow batch after every row.
 ARROW_NO_BYTE_LIMIT = 2**31 - 1
@@ -55,7 +56,9 @@ def windowkit_session(
     interpreter, the RocksDB state store (needed by ``transformWithStateInPandas``), Arrow with
     large batches bounded by rows only (no per-row byte count), shuffle partitions sized for the
     machine (one per core in local mode), RocksDB changelog checkpointing, UTC session time and,
-    in local mode, a checkpoint file manager that does not spawn a process per file.
+    in local mode, a checkpoint file manager that does not spawn a process per file and a
+    Python daemon whose workers start with windowkit imported
+    (:mod:`windowkit.spark.python_daemon`).
 
     Parameters
     ----------
@@ -130,6 +133,8 @@ def windowkit_session(
         # (atomic on a local disk); on a cluster Spark's default stays.
         builder = builder.config("spark.sql.streaming.checkpointFileManagerClass",
                                  LOCAL_CHECKPOINT_MANAGER)
+        # workers forked with pandas, pyarrow, PySpark's serializers and windowkit imported
+        builder = builder.config("spark.python.daemon.module", PYTHON_DAEMON)
     if quiet:
         config = os.path.join(os.path.dirname(__file__), "log4j2-quiet.properties")
         builder = builder.config("spark.driver.extraJavaOptions",

@@ -1,0 +1,51 @@
+"""windowkit's Python daemon: workers start with PySpark from the installed package (not
+recompiled from pyspark.zip) and windowkit already imported (windowkit.spark.python_daemon)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pyspark
+
+from windowkit.spark.python_daemon import PRELOADED, prefer_installed_pyspark, preload
+
+
+def test_only_the_installed_packages_own_archives_leave_the_path():
+    lib = os.path.join(os.path.dirname(pyspark.__file__), "python", "lib")
+    path = ["/opt/spark/python/lib/pyspark.zip", os.path.join(lib, "pyspark.zip"), "/x",
+            os.path.join(lib, "py4j-0.10.9.9-src.zip"), sys.path[-1]]
+    kept = [path[0], "/x", sys.path[-1]]
+    removed = prefer_installed_pyspark(path)
+    assert path == kept
+    assert [os.path.basename(p) for p in removed] == ["pyspark.zip", "py4j-0.10.9.9-src.zip"]
+    assert prefer_installed_pyspark(path) == []  # nothing of the installed package left
+
+
+def test_preload_reports_what_it_could_not_import():
+    assert preload(("json", "windowkit_no_such_module", "os.path")) == [
+        "windowkit_no_such_module"]
+    assert preload(PRELOADED) == []  # every module it names exists in this environment
+
+
+def test_local_workers_fork_from_the_daemon_with_windowkit_imported(spark):
+    def worker_facts(batches):  # defined here: pickled by value
+        import pyarrow as pa
+
+        for _ in batches:
+            pass
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+            parent = f.read().replace(b"\0", b" ").decode()
+        yield pa.RecordBatch.from_pydict({
+            "parent": [parent], "pyspark_file": [sys.modules["pyspark"].__file__],
+            "preloaded": [sorted(m for m in PRELOADED if m in sys.modules)]})
+
+    assert spark.conf.get("spark.python.daemon.module") == "windowkit.spark.python_daemon"
+    rows = spark.range(4, numPartitions=2).mapInArrow(
+        worker_facts, "parent string, pyspark_file string, preloaded array<string>").collect()
+    assert len(rows) == 2
+    for row in rows:
+        assert "windowkit.spark.python_daemon" in row["parent"]
+        assert ".zip" not in row["pyspark_file"]
+        assert row["pyspark_file"].startswith(os.path.dirname(pyspark.__file__))
+        assert row["preloaded"] == sorted(PRELOADED)
