@@ -49,3 +49,44 @@ def test_local_workers_fork_from_the_daemon_with_windowkit_imported(spark):
         assert ".zip" not in row["pyspark_file"]
         assert row["pyspark_file"].startswith(os.path.dirname(pyspark.__file__))
         assert row["preloaded"] == sorted(PRELOADED)
+
+
+def test_stateful_streaming_workers_share_the_daemon_of_the_other_workers(spark, tmp_path):
+    import pandas as pd
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    class Facts(StatefulProcessor):  # defined here: pickled by value
+        def init(self, handle):
+            pass
+
+        def handleInputRows(self, key, rows, timerValues):
+            for _ in rows:
+                pass
+            yield pd.DataFrame({"daemon": [os.getppid()],
+                                "simplified": [os.environ.get("SPARK_SIMPLIFIED_TRACEBACK")]})
+
+        def close(self):
+            pass
+
+    def map_facts(batches):
+        import pyarrow as pa
+
+        for _ in batches:
+            pass
+        yield pa.RecordBatch.from_pydict({"daemon": [os.getppid()]})
+
+    spark.range(2, numPartitions=2).selectExpr("id AS k").write.parquet(str(tmp_path / "in"))
+    stream = spark.readStream.schema("k long").parquet(str(tmp_path / "in"))
+    out = stream.groupBy("k").transformWithStateInPandas(
+        statefulProcessor=Facts(), outputStructType="daemon long, simplified string",
+        outputMode="Append", timeMode="None")
+    query = (out.writeStream.format("parquet").option("path", str(tmp_path / "out"))
+             .option("checkpointLocation", str(tmp_path / "ck")).start())
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    stateful = spark.read.parquet(str(tmp_path / "out")).collect()
+    mapped = spark.range(4, numPartitions=2).mapInArrow(map_facts, "daemon long").collect()
+    assert stateful and {r["simplified"] for r in stateful} == {"1"}
+    assert {r["daemon"] for r in stateful} == {r["daemon"] for r in mapped}

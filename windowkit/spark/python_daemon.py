@@ -1,8 +1,9 @@
 """Spark's Python daemon, starting its workers with what windowkit's tasks import.
 
-PySpark's daemon (one per executor and set of worker settings: a streaming query's stateful
-stage gets one of its own) forks a Python worker per task slot, and each new worker imported
-pandas, pyarrow, PySpark's Arrow serializers and windowkit with numba before its first row.
+PySpark's daemon (one per executor and set of worker environment variables; windowkit's
+session gives every kind of worker the same ones) forks a Python worker per task slot, and
+each new worker imported pandas, pyarrow, PySpark's Arrow serializers and windowkit with numba
+before its first row.
 The PySpark modules came from the ``pyspark.zip`` Spark puts first on a worker's path, which
 holds no bytecode, so every new process compiled them again (0.5 s of the 0.8 s it took to
 import them). This daemon imports PySpark from the installed package instead (same code: the

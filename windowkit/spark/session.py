@@ -11,6 +11,7 @@ import sys
 from pyspark.sql import SparkSession
 
 PYTHON_DAEMON = "windowkit.spark.python_daemon"
+SIMPLIFIED_TRACEBACK_CONF = "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 # The one byte limit at which Spark does not measure an Arrow batch after every row.
 ARROW_NO_BYTE_LIMIT = 2**31 - 1
@@ -58,7 +59,7 @@ def windowkit_session(
     machine (one per core in local mode), RocksDB changelog checkpointing, UTC session time and,
     in local mode, a checkpoint file manager that does not spawn a process per file and a
     Python daemon whose workers start with windowkit imported
-    (:mod:`windowkit.spark.python_daemon`).
+    (:mod:`windowkit.spark.python_daemon`), shared by streaming queries' stateful stages.
 
     Parameters
     ----------
@@ -135,6 +136,14 @@ def windowkit_session(
                                  LOCAL_CHECKPOINT_MANAGER)
         # workers forked with pandas, pyarrow, PySpark's serializers and windowkit imported
         builder = builder.config("spark.python.daemon.module", PYTHON_DAEMON)
+        # PySpark keeps a daemon per set of worker environment variables, and its SQL runners
+        # add this one (simplified tracebacks, on by default) where the stateful streaming
+        # runner does not: a streaming query's stateful stage then started a daemon and
+        # workers of its own (1.0-1.3 s of a first micro-batch). Set for every worker, both
+        # kinds share one daemon and its idle workers, with simplified tracebacks throughout.
+        simplified = (extra_conf or {}).get(SIMPLIFIED_TRACEBACK_CONF, "true")
+        if simplified.lower() == "true":
+            builder = builder.config("spark.executorEnv.SPARK_SIMPLIFIED_TRACEBACK", "1")
     if quiet:
         config = os.path.join(os.path.dirname(__file__), "log4j2-quiet.properties")
         builder = builder.config("spark.driver.extraJavaOptions",
