@@ -3,13 +3,12 @@
 PySpark's daemon (one per executor and set of worker environment variables; windowkit's
 session gives every kind of worker the same ones) forks a Python worker per task slot, and
 each new worker imported pandas, pyarrow, PySpark's Arrow serializers and windowkit with numba
-before its first row.
-The PySpark modules came from the ``pyspark.zip`` Spark puts first on a worker's path, which
-holds no bytecode, so every new process compiled them again (0.5 s of the 0.8 s it took to
-import them). This daemon imports PySpark from the installed package instead (same code: the
-zip is a file inside it) and imports the rest once, before forking, so that every worker
-starts with them. Measured on the multi-granular streaming benchmark's query (10 files of
-1 M rows, ``local[2]``): first micro-batch 8.9 -> 8.2 s, whole query 25.5 -> 24.5 s.
+before its first row. The PySpark modules came from the ``pyspark.zip`` Spark puts first on a
+worker's path, which holds no bytecode, so every new process compiled them again (0.5 s of the
+0.8 s it took to import them). This daemon imports PySpark from the installed package instead
+(same code: the zip is a file inside it) and imports the rest once, before forking, so that
+every worker starts with them. Measured on the multi-granular streaming benchmark's query (10
+files of 1 M rows, ``local[2]``): first micro-batch 8.9 -> 8.2 s, whole query 25.5 -> 24.5 s.
 
 :func:`windowkit.spark.windowkit_session` uses it in local mode only (an executor elsewhere
 may lack windowkit, or have another PySpark). Best effort: a module that cannot be imported
@@ -52,8 +51,9 @@ def preload(modules: tuple[str, ...] = PRELOADED) -> list[str]:
     return missing
 
 
-def prefer_installed_pyspark(path: list[str] = sys.path) -> list[str]:
-    """Drop from ``path`` the ``pyspark.zip`` and py4j archives of the installed pyspark.
+def prefer_installed_pyspark(path: list[str] | None = None) -> list[str]:
+    """Drop from ``path`` (default: ``sys.path``) the ``pyspark.zip`` and py4j archives of
+    the installed pyspark.
 
     Spark puts the archives its own distribution ships first on a worker's path. For a
     pip-installed pyspark those are files inside the installed package, so the package itself
@@ -68,6 +68,7 @@ def prefer_installed_pyspark(path: list[str] = sys.path) -> list[str]:
     >>> [os.path.basename(p) for p in prefer_installed_pyspark(path)], path
     (['pyspark.zip'], ['/elsewhere/pyspark.zip', '/x'])
     """
+    path = sys.path if path is None else path
     # the installed package: found on this interpreter's path without the archives
     spec = importlib.machinery.PathFinder.find_spec(
         "pyspark", [p for p in sys.path if not p.endswith(".zip")])
