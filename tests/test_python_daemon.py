@@ -9,6 +9,7 @@ import sys
 import pyspark
 
 from windowkit.spark.python_daemon import PRELOADED, prefer_installed_pyspark, preload
+from windowkit.testing.stream_timing import time_stream
 
 
 def test_only_the_installed_packages_own_archives_leave_the_path():
@@ -80,12 +81,8 @@ def test_stateful_streaming_workers_share_the_daemon_of_the_other_workers(spark,
     out = stream.groupBy("k").transformWithStateInPandas(
         statefulProcessor=Facts(), outputStructType="daemon long, simplified string",
         outputMode="Append", timeMode="None")
-    query = (out.writeStream.format("parquet").option("path", str(tmp_path / "out"))
-             .option("checkpointLocation", str(tmp_path / "ck")).start())
-    try:
-        query.processAllAvailable()
-    finally:
-        query.stop()
+    time_stream(out.writeStream.format("parquet").option("path", str(tmp_path / "out"))
+                .option("checkpointLocation", str(tmp_path / "ck")))
     stateful = spark.read.parquet(str(tmp_path / "out")).collect()
     mapped = spark.range(4, numPartitions=2).mapInArrow(map_facts, "daemon long").collect()
     assert stateful and {r["simplified"] for r in stateful} == {"1"}
