@@ -555,14 +555,14 @@ class SequenceFramer(StreamOperator):
         0      1    4
         """
         st = self._state
-        keys = st.index.array()
-        integer_keys = bool(len(keys)) and all(isinstance(k, (int, np.integer)) for k in keys)
+        keys = _keys_array(st.index)
+        integer_keys = bool(keys.dtype == np.int64)
         meta = {"spec": self.spec.to_meta(), "framing": self.framing_meta(),
                 "integer_keys": integer_keys, "state_size": int(st.fstate.shape[1])}
         arrays = dict(st.ints)
         arrays["fstate"] = st.fstate
         arrays["initial"] = st.initial
-        arrays["keys"] = keys.astype(np.int64) if integer_keys else keys
+        arrays["keys"] = keys
         return pack_state(self.FORMAT_TAG, self.FORMAT_VERSION, meta, arrays)
 
     @classmethod

@@ -519,11 +519,10 @@ class ThresholdFramer(StreamOperator):
             ),
             "duplicates": spec.duplicates,
         }
-        keys = self._state.index.array()
-        integer_keys = all(isinstance(k, (int, np.integer)) for k in keys)
-        meta["integer_keys"] = integer_keys
+        keys = _keys_array(self._state.index)
+        meta["integer_keys"] = bool(keys.dtype == np.int64 or not len(keys))
         arrays = dict(self._state.arrays)
-        arrays["keys"] = keys.astype(np.int64) if integer_keys and len(keys) else keys
+        arrays["keys"] = keys
         return pack_state(self.FORMAT_TAG, self.FORMAT_VERSION, meta, arrays)
 
     @classmethod
