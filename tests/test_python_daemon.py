@@ -8,19 +8,46 @@ import sys
 
 import pyspark
 
-from windowkit.spark.python_daemon import PRELOADED, prefer_installed_pyspark, preload
+from windowkit.spark.python_daemon import (
+    PRELOADED,
+    prefer_installed_pyspark,
+    preload,
+    warm_numba,
+)
 from windowkit.testing.stream_timing import time_stream
 
 
 def test_only_the_installed_packages_own_archives_leave_the_path():
-    lib = os.path.join(os.path.dirname(pyspark.__file__), "python", "lib")
+    home = os.path.dirname(pyspark.__file__)
+    lib, jars = os.path.join(home, "python", "lib"), os.path.join(home, "jars")
     path = ["/opt/spark/python/lib/pyspark.zip", os.path.join(lib, "pyspark.zip"), "/x",
-            os.path.join(lib, "py4j-0.10.9.9-src.zip"), sys.path[-1]]
-    kept = [path[0], "/x", sys.path[-1]]
+            os.path.join(lib, "py4j-0.10.9.9-src.zip"), os.path.join(jars, "spark-core.jar"),
+            "/opt/spark/jars/spark-core.jar", os.path.join(jars, "notes.zip"), sys.path[-1]]
+    kept = [path[0], "/x", path[5], path[6], sys.path[-1]]
     removed = prefer_installed_pyspark(path)
     assert path == kept
-    assert [os.path.basename(p) for p in removed] == ["pyspark.zip", "py4j-0.10.9.9-src.zip"]
+    assert [os.path.basename(p) for p in removed] == [
+        "pyspark.zip", "py4j-0.10.9.9-src.zip", "spark-core.jar"]
     assert prefer_installed_pyspark(path) == []  # nothing of the installed package left
+
+
+def test_the_installed_jars_hold_no_python():
+    # the jars leave the workers' path on that ground: check it for the installed pyspark
+    import zipfile
+
+    jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
+    core = [j for j in os.listdir(jars) if j.startswith("spark-core_")]
+    assert core
+    for name in core:
+        with zipfile.ZipFile(os.path.join(jars, name)) as jar:
+            assert not [n for n in jar.namelist() if n.endswith((".py", ".pyc"))]
+
+
+def test_warm_numba_sets_numba_up():
+    from numba.core.registry import cpu_target
+
+    assert warm_numba()
+    assert cpu_target.typing_context._registries  # numba's implementations are registered
 
 
 def test_preload_reports_what_it_could_not_import():
@@ -32,6 +59,7 @@ def test_preload_reports_what_it_could_not_import():
 def test_local_workers_fork_from_the_daemon_with_windowkit_imported(spark):
     def worker_facts(batches):  # defined here: pickled by value
         import pyarrow as pa
+        from numba.core.registry import cpu_target
 
         for _ in batches:
             pass
@@ -39,17 +67,24 @@ def test_local_workers_fork_from_the_daemon_with_windowkit_imported(spark):
             parent = f.read().replace(b"\0", b" ").decode()
         yield pa.RecordBatch.from_pydict({
             "parent": [parent], "pyspark_file": [sys.modules["pyspark"].__file__],
-            "preloaded": [sorted(m for m in PRELOADED if m in sys.modules)]})
+            "preloaded": [sorted(m for m in PRELOADED if m in sys.modules)],
+            "archives": [[p for p in sys.path if p.endswith((".zip", ".jar"))
+                          and os.path.realpath(p).startswith(home)]],
+            "numba_ready": [bool(cpu_target.typing_context._registries)]})
 
+    home = os.path.realpath(os.path.dirname(pyspark.__file__))
     assert spark.conf.get("spark.python.daemon.module") == "windowkit.spark.python_daemon"
     rows = spark.range(4, numPartitions=2).mapInArrow(
-        worker_facts, "parent string, pyspark_file string, preloaded array<string>").collect()
+        worker_facts, "parent string, pyspark_file string, preloaded array<string>, "
+        "archives array<string>, numba_ready boolean").collect()
     assert len(rows) == 2
     for row in rows:
         assert "windowkit.spark.python_daemon" in row["parent"]
         assert ".zip" not in row["pyspark_file"]
         assert row["pyspark_file"].startswith(os.path.dirname(pyspark.__file__))
         assert row["preloaded"] == sorted(PRELOADED)
+        assert row["archives"] == []
+        assert row["numba_ready"]  # set up in the daemon, before the worker's first kernel
 
 
 def test_stateful_streaming_workers_share_the_daemon_of_the_other_workers(spark, tmp_path):
