@@ -74,6 +74,11 @@ INTERNAL_PREFIX = "wk_"
 ORIGINAL_PREFIX = "wk_original_"
 PACKED_SCHEMA = T.StructType([T.StructField(SHARD, T.IntegerType(), True),
                               T.StructField(PAYLOAD, T.BinaryType(), True)])
+# Packed rows are zstd-compressed Arrow IPC: the JVM copies, shuffles and hands to Python every
+# byte of a payload, and the keys, categories and times of a stream compress several fold, far
+# faster than the JVM moves them (multi-granular stream, 1 M rows per micro-batch: 1.38-1.48 s
+# -> 1.05-1.14 s a micro-batch; LZ4 1.20-1.30 s).
+PACKED_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
 
 _SPARK_TYPES = {
     "int64": T.LongType(),
@@ -420,7 +425,7 @@ def _pack_rows(group_ids: list[int],
         shards, payloads = [], []
         for shard, part in _split_by_shard(batch):
             sink = pa.BufferOutputStream()
-            with pa.ipc.new_stream(sink, part.schema) as writer:
+            with pa.ipc.new_stream(sink, part.schema, options=PACKED_IPC_OPTIONS) as writer:
                 writer.write_batch(part)
             shards.append(group_ids[shard])
             payloads.append(sink.getvalue().to_pybytes())
