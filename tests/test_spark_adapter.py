@@ -86,13 +86,14 @@ def test_a_batch_gives_each_explicit_shard_a_task_of_its_own(spark, shards):
     assert tasks["task"].nunique() == shards
 
 
-def _one_frame_per_key(spark, path: str, keys: list[str], base: int) -> None:
+def _one_frame_per_key(spark, path: str, keys: list, base: int,
+                       key_type: str = "string") -> None:
     """Per key: a satisfying row, a breaking one 100 µs later; then a row that moves the
     watermark 10 ms past them all."""
     rows = ([(k, base + i, True) for i, k in enumerate(keys)]
             + [(k, base + 100 + i, False) for i, k in enumerate(keys)]
             + [(keys[0], base + 10_000, False)])
-    spark.createDataFrame(rows, "k string, t long, v boolean").write.parquet(path)
+    spark.createDataFrame(rows, f"k {key_type}, t long, v boolean").write.parquet(path)
 
 
 def _frames_job() -> OperatorJob:
@@ -100,10 +101,11 @@ def _frames_job() -> OperatorJob:
                        schema=OUTPUT_SCHEMA, inputs={"value": F.col("v").cast("tinyint")})
 
 
-def _final_shards_on_a_stream(spark, path: str, tmp_path, shards: int) -> dict[str, int]:
-    stream = run_operator(spark.readStream.schema("k string, t long, v boolean").parquet(path),
-                          _frames_job(), time="t", key="k", shards=shards, late="0 seconds",
-                          time_unit="us")
+def _final_shards_on_a_stream(spark, path: str, tmp_path, shards: int,
+                              key_type: str = "string") -> dict[str, int]:
+    stream = run_operator(spark.readStream.schema(f"k {key_type}, t long, v boolean").parquet(
+        path), _frames_job(), time="t", key="k", shards=shards, late="0 seconds",
+        time_unit="us")
     query = (stream.writeStream.format("parquet").option("path", str(tmp_path / "out"))
              .option("checkpointLocation", str(tmp_path / "ck")).start())
     try:
@@ -120,19 +122,25 @@ def _final_shards(out) -> dict[str, int]:
     return dict(zip(got["key"], got["shard"], strict=True))
 
 
-def test_a_key_has_the_same_shard_on_a_stream_as_in_a_batch(spark, tmp_path):
+@pytest.mark.parametrize("key_type", ["string", "bigint", "int"])
+def test_a_key_has_the_same_shard_on_a_stream_as_in_a_batch(spark, tmp_path, key_type):
     # A streaming checkpoint holds each key's state in its shard: the stream packs rows by
-    # Spark's hash modulo the shards, the partition the batch job's repartition gives.
-    shards, keys, path = 3, [f"k{i}" for i in range(40)], str(tmp_path / "in")
-    _one_frame_per_key(spark, path, keys, base=1_700_000_000_000_000)
-    expected = spark.createDataFrame([(k,) for k in keys], "key string").select(
-        "key", F.pmod(F.hash("key"), F.lit(shards)).alias("shard")).toPandas()
+    # Spark's hash of the key's text modulo the shards, the partition the batch job's
+    # repartition gives. A stream's own text or integer key reaches Python in its own column
+    # and becomes text there: the same text, so the same key and shard.
+    keys = ([f"k{i}" for i in range(40)] if key_type == "string"
+            else [i * 7919 - 100_000 for i in range(40)])
+    shards, path = 3, str(tmp_path / "in")
+    _one_frame_per_key(spark, path, keys, base=1_700_000_000_000_000, key_type=key_type)
+    expected = spark.createDataFrame([(k,) for k in keys], f"key {key_type}").select(
+        F.col("key").cast("string").alias("key"),
+        F.pmod(F.hash(F.col("key").cast("string")), F.lit(shards)).alias("shard")).toPandas()
     expected = dict(zip(expected["key"], expected["shard"], strict=True))
     assert len(set(expected.values())) == shards
     batch = run_operator(spark.read.parquet(path), _frames_job(), time="t", key="k",
                          shards=shards, time_unit="us")
     assert _final_shards(batch) == expected
-    assert _final_shards_on_a_stream(spark, path, tmp_path, shards) == expected
+    assert _final_shards_on_a_stream(spark, path, tmp_path, shards, key_type) == expected
 
 
 def test_rows_at_the_start_of_1970_are_settled_once_the_watermark_moves(spark, tmp_path):

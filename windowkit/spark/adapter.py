@@ -267,10 +267,21 @@ def run_operator(
     # times as much, and only the rare late rows are turned into JSON.
     own = _own_columns(df) if df.isStreaming else {}
     carried = _carriers(own, job)
+    key_value = F.when(malformed, original).otherwise(key_text)
+    # A key that is one of the stream's own text or integer columns already travels as that
+    # column (for late rows' JSON): its text is made from it in the stateful step, and the key
+    # column carries only malformed rows' JSON (Arrow's text of an integer is Spark's). The
+    # shard is still Spark's hash of the text, through a column that leaves before Python.
+    key_carrier = (carried[key] if isinstance(key, str) and key in own
+                   and job.flagged is None and route == KEY and not explicit_shard
+                   and isinstance(df.schema[key].dataType, _KEY_CARRIER_TYPES) else None)
+    if key_carrier is not None:
+        route_by = ROUTE
     prepared = df.select(
         *([shard.cast("int").alias(SHARD)] if explicit_shard else []),
-        *([key_col.cast("string").alias(ROUTE)] if route_by == ROUTE else []),
-        F.when(malformed, original).otherwise(key_text).alias(KEY),
+        *([(key_value if key_carrier else key_col.cast("string")).alias(ROUTE)]
+          if route_by == ROUTE else []),
+        (F.when(malformed, original) if key_carrier else key_value).alias(KEY),
         F.when(~malformed, shipped_time).alias(TIME),
         *[job.inputs[name].alias(name) for name in job.shipped()],
         *([F.timestamp_micros(micros).alias(EVENT_TIME)] if df.isStreaming else []),
@@ -297,7 +308,8 @@ def run_operator(
             statefulProcessor=_RunnerProcessor(job.factory, job.shipped(),
                                                job.folded, _own_watermark_delay(df, late),
                                                group_ids, job.flagged is not None,
-                                               list(carried.items()), job.categorical),
+                                               list(carried.items()), job.categorical,
+                                               key_carrier),
             outputStructType=schema,
             outputMode="Append",
             timeMode="EventTime",
@@ -438,6 +450,22 @@ def _unpack_rows(frames: Iterator[pd.DataFrame]) -> pa.Table:
     tables = [pa.ipc.open_stream(blob).read_all()
               for pdf in frames for blob in pdf[PAYLOAD]]
     return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
+def _key_from_carrier(rows: pa.Table, carrier: str) -> pa.Table:
+    """``rows`` (no malformed ones) with the key column made from the column that carries
+    the user's key (text as it is, integers as their decimal text, as Spark casts them).
+
+    Examples
+    --------
+    >>> rows = pa.table({KEY: pa.nulls(2, pa.string()), "k": pa.array([7, -1])})
+    >>> _key_from_carrier(rows, "k").column(KEY).to_pylist()
+    ['7', '-1']
+    """
+    text = rows.column(carrier)
+    if text.type != pa.string():
+        text = pc.cast(text, pa.string())
+    return rows.set_column(rows.schema.get_field_index(KEY), KEY, text)
 
 
 def _take_malformed(rows: pa.RecordBatch | pa.Table,
@@ -592,6 +620,7 @@ def _own_columns(df: DataFrame) -> dict[str, Column]:
     return own
 
 
+_KEY_CARRIER_TYPES = (T.StringType, T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _NOT_IN_ARROW = tuple(getattr(T, name) for name in ("CalendarIntervalType", "VariantType",
                                                       "ObjectType") if hasattr(T, name))
 
@@ -685,9 +714,10 @@ class _RunnerProcessor(StatefulProcessor):
         self, factory: Callable[[], StreamOperator], shipped: list[str],
         folded: str | None, delay_us: int | None, group_ids: list[int],
         has_flags: bool = False, originals: list[tuple[str, str]] | None = None,
-        categorical: tuple[str, ...] = (),
+        categorical: tuple[str, ...] = (), key_carrier: str | None = None,
     ) -> None:
         self.factory = factory
+        self.key_carrier = key_carrier
         self.categorical = categorical
         self.originals = originals or []
         # the user's columns that travel on their own (the others ride in shipped inputs),
@@ -748,6 +778,8 @@ class _RunnerProcessor(StatefulProcessor):
     def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> Iterator:
         good, rejected = _take_rejected(_unpack_rows(rows),
                                         self.shipped + self.original_columns, self.has_flags)
+        if self.key_carrier is not None:
+            good = _key_from_carrier(good, self.key_carrier)
         originals = good.select(self.carrier_columns) if self.carrier_columns else None
         good = _arrow_to_frame(good.select([KEY, TIME, *self.shipped]), self.folded,
                                self.categorical)
