@@ -84,6 +84,32 @@ def test_batch_frames_of_every_framing_equal_the_core(spark, traffic):
         pd.testing.assert_frame_equal(canonical(frames.toPandas()), expected, obj=name)
 
 
+@pytest.mark.parametrize("missing", ["unsatisfied", "satisfying"])
+def test_count_frames_see_every_kind_of_missing_value_as_the_core_does(spark, missing):
+    """A count framing ships only whether each value is known: null, NaN and ±inf must
+    still be missing values, and every finite value a counted one."""
+    import windowkit.spark as wk
+
+    kinds = [3.5, None, float("nan"), float("inf"), -float("inf"), 0.0, -2.0, 1e300]
+    rng = np.random.default_rng(5)
+    rows = pd.DataFrame({
+        "sensor": np.repeat(["a", "b"], 60),
+        "time": pd.Timestamp("2024-01-01", tz="UTC") + pd.to_timedelta(
+            np.tile(np.arange(60) * 20, 2), unit="s"),
+        "speed": [kinds[i] for i in rng.integers(0, len(kinds), 120)]})
+    rows["speed"] = rows["speed"].astype(object).where(rows["speed"].notna(), None)
+    df = spark.createDataFrame(rows, "sensor string, time timestamp, speed double")
+    out = wk.aggregate_frames(df, "time", "speed", "count", ">=", 3, by="sensor",
+                              missing=missing)
+    frames, rejected = wk.split_rejected(out)
+    assert rejected.count() == 0
+    expected = core_frames(rows.assign(speed=rows["speed"].astype(float)),
+                           lambda **kw: AggregateFramer("count", ">=", 3, **kw),
+                           missing=missing)
+    assert expected["n_missing"].sum() > 0 if missing == "satisfying" else len(expected) > 3
+    pd.testing.assert_frame_equal(canonical(frames.toPandas()), expected)
+
+
 def test_bad_rows_are_quarantined_and_missing_values_framed(spark, traffic):
     from windowkit.spark import delta_frames, split_rejected
 
