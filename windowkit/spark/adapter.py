@@ -259,9 +259,6 @@ def run_operator(
         shipped_time = micros * (1 << FOLD_BITS) + code
     # Every column shipped to Python costs JVM time per row, so a malformed row has no column
     # of its own: its time is null and its key column carries the row as JSON.
-    # A flagged row's key column holds more than its key: it is routed by the key alone,
-    # through a column that leaves before the rows reach Python.
-    route_by = ROUTE if job.flagged is not None and route == KEY else route
     # Lateness is known only in the stateful step, so a streaming row's own columns travel
     # there, in Arrow beside the shipped ones: JSON for every row would cost the JVM four
     # times as much, and only the rare late rows are turned into JSON.
@@ -270,17 +267,17 @@ def run_operator(
     key_value = F.when(malformed, original).otherwise(key_text)
     # A key that is one of the stream's own text or integer columns already travels as that
     # column (for late rows' JSON): its text is made from it in the stateful step, and the key
-    # column carries only malformed rows' JSON (Arrow's text of an integer is Spark's). The
-    # shard is still Spark's hash of the text, through a column that leaves before Python.
+    # column carries only malformed rows' JSON (Arrow's text of an integer is Spark's).
     key_carrier = (carried[key] if isinstance(key, str) and key in own
                    and job.flagged is None and route == KEY and not explicit_shard
                    and isinstance(df.schema[key].dataType, _KEY_CARRIER_TYPES) else None)
-    if key_carrier is not None:
-        route_by = ROUTE
+    # A row so keyed, or a flagged one (whose key column holds more than its key), is routed
+    # by Spark's hash of its key's text through a column that leaves before Python.
+    route_by = ROUTE if key_carrier or (job.flagged is not None and route == KEY) else route
+    route_value = key_value if key_carrier else key_col.cast("string")
     prepared = df.select(
         *([shard.cast("int").alias(SHARD)] if explicit_shard else []),
-        *([(key_value if key_carrier else key_col.cast("string")).alias(ROUTE)]
-          if route_by == ROUTE else []),
+        *([route_value.alias(ROUTE)] if route_by == ROUTE else []),
         (F.when(malformed, original) if key_carrier else key_value).alias(KEY),
         F.when(~malformed, shipped_time).alias(TIME),
         *[job.inputs[name].alias(name) for name in job.shipped()],
