@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 
+import pandas as pd
 import pytest
 from pyspark.sql import functions as F
 
@@ -225,3 +226,45 @@ def test_packed_rows_come_back_unchanged_from_a_compressed_payload():
         assert len(blob) < 0.75 * plain.getvalue().size  # keys and times compress
         back = _unpack_rows(iter([pd.DataFrame({PAYLOAD: [blob]})]))
         assert back.equals(pa.Table.from_batches([own]))
+
+
+def test_a_watermark_on_the_streams_own_timestamp_column_is_the_event_times(spark, tmp_path):
+    # A stream's own timestamp column travels to the stateful step anyway (for late rows'
+    # JSON), so its watermark is defined on it instead of on a copy of the event time. The
+    # same time given as an expression takes the copy: both must release the same frames and
+    # find the same late row, micro-batch after micro-batch.
+    import os
+
+    source = tmp_path / "in"
+    source.mkdir()
+    t0 = pd.Timestamp("2024-01-01", tz="UTC")
+    batches = [[("a", 0, True), ("b", 1, True), ("a", 2, False), ("b", 3, False)],
+               [("a", 40, True), ("b", 41, False)],
+               [("a", 5, True), ("b", 39, True), ("a", 90, False)]]
+    for i, rows in enumerate(batches):
+        pd.DataFrame({"k": [k for k, _, _ in rows],
+                      "t": [t0 + pd.Timedelta(seconds=s) for _, s, _ in rows],
+                      "v": [v for _, _, v in rows]}).astype({"t": "datetime64[us, UTC]"}
+                                                            ).to_parquet(source / f"p{i}.parquet")
+        os.utime(source / f"p{i}.parquet", (1_700_000_000 + i, 1_700_000_000 + i))  # file order
+
+    def run(time, name):
+        stream = spark.readStream.schema("k string, t timestamp, v boolean").option(
+            "maxFilesPerTrigger", 1).parquet(str(source))
+        out = run_operator(stream, _frames_job(), time=time, key="k", shards=2,
+                           late="10 seconds")
+        plan = str(out._jdf.queryExecution().analyzed())
+        query = out.writeStream.format("memory").queryName(name).start()
+        try:
+            query.processAllAvailable()
+        finally:
+            query.stop()
+        got = spark.table(name).drop("shard").toPandas()
+        return got.sort_values(list(got.columns), ignore_index=True), plan
+
+    own, own_plan = run("t", "own_time_watermark")
+    copied, copied_plan = run(F.col("t"), "copied_time_watermark")
+    assert "wk_event_time" not in own_plan and "wk_event_time" in copied_plan
+    assert (own["rejected"] == "late").sum() == 1
+    assert (own["status"] == "final").sum() >= 2
+    pd.testing.assert_frame_equal(own, copied)

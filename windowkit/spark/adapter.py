@@ -275,30 +275,40 @@ def run_operator(
     # by Spark's hash of its key's text through a column that leaves before Python.
     route_by = ROUTE if key_carrier or (job.flagged is not None and route == KEY) else route
     route_value = key_value if key_carrier else key_col.cast("string")
+    if explicit_shard:
+        leading = [shard.cast("int").alias(SHARD)]
+    elif df.isStreaming:
+        # A stream's shard (and its watermark, below) come from this one projection: any
+        # projection after the watermark would copy every row once more in the JVM.
+        routed = (route_value if route_by == ROUTE else key_value if route_by == KEY
+                  else job.inputs[route_by])
+        leading = [F.pmod(F.hash(routed), F.lit(shards)).alias(SHARD)]
+    else:
+        leading = [route_value.alias(ROUTE)] if route_by == ROUTE else []
+    # The user's own timestamp column travels anyway (for late rows' JSON): its watermark is
+    # the one the event time gives, without a third copy of the time.
+    watermarked = (carried[time] if isinstance(time, str) and time in own
+                   and isinstance(df.schema[time].dataType, T.TimestampType) else EVENT_TIME)
     prepared = df.select(
-        *([shard.cast("int").alias(SHARD)] if explicit_shard else []),
-        *([route_value.alias(ROUTE)] if route_by == ROUTE else []),
+        *leading,
         (F.when(malformed, original) if key_carrier else key_value).alias(KEY),
         F.when(~malformed, shipped_time).alias(TIME),
         *[job.inputs[name].alias(name) for name in job.shipped()],
-        *([F.timestamp_micros(micros).alias(EVENT_TIME)] if df.isStreaming else []),
+        *([F.timestamp_micros(micros).alias(EVENT_TIME)]
+          if df.isStreaming and watermarked == EVENT_TIME else []),
         *[column.alias(carried[name]) for name, column in own.items()
           if carried[name].startswith(ORIGINAL_PREFIX)],
     )
     schema = job.spark_schema()
     if df.isStreaming:
-        prepared = prepared.withWatermark(EVENT_TIME, late or "0 seconds").drop(EVENT_TIME)
+        # (an event-time column of its own is dropped where the rows are packed)
+        prepared = prepared.withWatermark(watermarked, late or "0 seconds")
         # transformWithStateInPandas turns its input into pandas row by row (itertuples in
         # pyspark 4.1), about 0.4 M rows/s per core: so each task's input batch of one shard
         # travels as one row holding the rows as Arrow IPC bytes. Packing where the rows are
         # read spares a shuffle of every row and a stage per micro-batch; the shard is the
         # partition `repartition(shards, route)` would give (Spark's hash, modulo shards), and
         # the watermark, defined above on the rows themselves, is unchanged by the packing.
-        if not explicit_shard:
-            prepared = prepared.withColumn(SHARD, F.pmod(F.hash(F.col(route_by)),
-                                                         F.lit(shards)))
-        if route_by == ROUTE:
-            prepared = prepared.drop(ROUTE)
         group_ids = spread_group_ids(shards)
         packed = prepared.mapInArrow(functools.partial(_pack_rows, group_ids), PACKED_SCHEMA)
         out = packed.groupBy(SHARD).transformWithStateInPandas(
@@ -431,6 +441,8 @@ def _pack_rows(group_ids: list[int],
                batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Streaming input: one row per (input batch, shard) holding the rows as Arrow IPC."""
     for batch in batches:
+        if EVENT_TIME in batch.schema.names:  # the watermark's own column: read in the JVM
+            batch = batch.drop_columns([EVENT_TIME])
         shards, payloads = [], []
         for shard, part in _split_by_shard(batch):
             sink = pa.BufferOutputStream()
