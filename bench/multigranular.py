@@ -15,7 +15,8 @@ protocol), each timed per tuple and per time unit over a stream of ``--units`` t
 Spark (``--spark``): batch, ``--rows`` rows over 1,000 keys, 5 levels, count/sum/mean/min/max:
 ``multi_granular`` against (a) five separate ``window()`` aggregations and (b) the expert SQL
 (panes per finest granule, then a range window per level); all three are checked to give the
-same rows. Then Structured Streaming rows/s over 10 files.
+same rows. Then Structured Streaming rows/s over 10 files: the median of ``--stream-runs``
+queries, each end to end.
 
     .venv/bin/python bench/multigranular.py                 # core, paper's experiments
     .venv/bin/python bench/multigranular.py --quick         # smaller, for a smoke run
@@ -39,7 +40,7 @@ import pandas as pd
 
 from windowkit.core.multigranular import MultiGranularAggregator, RecurringItems
 from windowkit.datasets.connections import connection_records
-from windowkit.testing.stream_timing import time_stream
+from windowkit.testing.stream_timing import summarize_runs, time_stream
 
 UNIT = 1_000_000  # one time unit of the paper = 1 second
 RESULTS = os.path.join(os.path.dirname(__file__), "results", "multigranular.json")
@@ -257,7 +258,7 @@ def differing(ours, theirs) -> int:
     return joined.filter(bad).count()
 
 
-def spark_benchmarks(rows: int, runs: int, master: str) -> dict:
+def spark_benchmarks(rows: int, runs: int, master: str, stream_runs: int = 3) -> dict:
     from windowkit.spark import multi_granular, windowkit_session
 
     # numba compiles a kernel once per installation (its cache is on disk): without this, a
@@ -300,32 +301,28 @@ def spark_benchmarks(rows: int, runs: int, master: str) -> dict:
         for name in ("separate_window", "expert_sql"):
             results[name]["multi_granular_speedup"] = (
                 results[name]["seconds"] / results["multi_granular"]["seconds"])
-        # Structured Streaming: 10 files, one per micro-batch, to a noop sink
+        # Structured Streaming: 10 files, one per micro-batch, to a noop sink; several
+        # queries, each on a checkpoint of its own (the first also starts the session's
+        # streaming machinery: see stream_timing)
         records = spark.readStream.schema(df.schema).option("maxFilesPerTrigger", 1).parquet(
             files)
         out = multi_granular(records, "t", SPARK_WINDOW, by="source", value="duration",
                              aggregates=AGGS, late="1 minute")
-        timing = time_stream(noop_sink(out, os.path.join(workdir, "ck")))
-        results["streaming"] = {
-            "files": 10, "seconds": timing.seconds, "rows_per_s": rows / timing.seconds,
-            "micro_batches": [{"rows": n, "seconds": s} for n, s in timing.micro_batches],
-            "first_micro_batch_seconds": timing.first_micro_batch_seconds,
-            "after_first_rows_per_s": timing.after_first_rate}
+        timings = [time_stream(noop_sink(out, os.path.join(workdir, f"ck{run}")))
+                   for run in range(stream_runs)]
+        results["streaming"] = {"files": 10, **summarize_runs(timings, rows)}
         # the floor of this path: the same query with a processor that reads its rows and
-        # emits nothing (no operator, no state), against the real one run again, both now
-        # in a session whose streaming workers have started
+        # emits nothing (no operator, no state), in a session whose streaming has started
         floor = time_stream(noop_sink(read_only_query(records),
                                       os.path.join(workdir, "ck_floor"))).seconds
-        again = time_stream(noop_sink(out, os.path.join(workdir, "ck_again"))).seconds
         results["streaming"]["read_only_processor"] = {"seconds": floor,
                                                        "rows_per_s": rows / floor}
-        results["streaming"]["second_run"] = {"seconds": again, "rows_per_s": rows / again}
         # Spark's own way on the same files: the five window() aggregations in one query
         # (append mode, the same watermark); a reference for the speed only, since its
         # windows are emitted by other rules than the levels' reports
         try:
             secs = time_stream(noop_sink(separate_windows(records.withWatermark("t", "1 minute")),
-                                         os.path.join(workdir, "ck2"))).seconds
+                                         os.path.join(workdir, "ck_window"))).seconds
         except Exception as exc:  # noqa: BLE001 - a reference only: keep the results above
             results["streaming"]["separate_window"] = {"error": str(exc).splitlines()[0]}
         else:
@@ -374,18 +371,19 @@ def print_spark(res: dict) -> None:
               f"{'' if ratio is None else f'{ratio:.2f}x':>10} "
               f"{r.get('rows_differing_from_multi_granular', ''):>9}")
     s = res["streaming"]
-    print(f"Structured Streaming over {s['files']} files: {s['rows_per_s'] / 1e6:.3f} M rows/s "
-          f"end to end ({s['seconds']:.1f} s); first micro-batch "
-          f"{s['first_micro_batch_seconds']:.1f} s, the others "
-          f"{s['after_first_rows_per_s'] / 1e6:.3f} M rows/s (numba's kernels compiled or "
-          f"loaded from its cache before the runs: "
+    print(f"Structured Streaming over {s['files']} files, median of {s['runs']} queries: "
+          f"{s['rows_per_s'] / 1e6:.3f} M rows/s end to end ({s['seconds']:.1f} s; numba's "
+          f"kernels compiled or loaded from its cache before the runs: "
           f"{res['kernels_compiled_or_loaded_seconds']:.1f} s)")
+    for i, run in enumerate(s["each"]):
+        print(f"  query {i + 1}: {run['rows_per_s'] / 1e6:.3f} M rows/s ({run['seconds']:.1f} s);"
+              f" first micro-batch {run['first_micro_batch_seconds']:.1f} s, the others "
+              f"{run['after_first_rows_per_s'] / 1e6:.3f} M rows/s"
+              + ("  (the session's first streaming query)" if i == 0 else ""))
     if "read_only_processor" in s:
-        print(f"  then, workers started: with a processor that only reads its rows "
+        print(f"  with a processor that only reads its rows: "
               f"{s['read_only_processor']['rows_per_s'] / 1e6:.3f} M rows/s "
-              f"({s['read_only_processor']['seconds']:.1f} s); multi_granular again "
-              f"{s['second_run']['rows_per_s'] / 1e6:.3f} M rows/s "
-              f"({s['second_run']['seconds']:.1f} s)")
+              f"({s['read_only_processor']['seconds']:.1f} s)")
     if "error" in s.get("separate_window", {}):
         print(f"  the five window() aggregations as one streaming query failed: "
               f"{s['separate_window']['error']}")
@@ -404,8 +402,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=float, default=1e7, help="Spark batch rows")
     parser.add_argument("--skip-core", action="store_true")
     parser.add_argument("--spark-runs", type=int, default=5)
+    parser.add_argument("--stream-runs", type=int, default=3,
+                        help="streaming queries timed (median reported, and each)")
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args(argv)
+    if args.spark_runs < 1 or args.stream_runs < 1:
+        parser.error(f"--spark-runs and --stream-runs take at least 1 (got {args.spark_runs}, "
+                     f"{args.stream_runs})")
     results: dict = {"machine": {"python": sys.version.split()[0], "cpus": os.cpu_count(),
                                  "platform": platform.platform()}}
     if os.path.exists(RESULTS):
@@ -419,7 +422,8 @@ def main(argv: list[str] | None = None) -> int:
                            **core_experiments(units, repeats, rates)}
         print_core(results["core"])
     if args.spark:
-        results["spark"] = spark_benchmarks(int(args.rows), args.spark_runs, args.master)
+        results["spark"] = spark_benchmarks(int(args.rows), args.spark_runs, args.master,
+                                            args.stream_runs)
         print_spark(results["spark"])
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
     with open(RESULTS, "w") as fh:

@@ -2,11 +2,14 @@
 
 A query's first micro-batch also starts it (plans it, starts the Python workers and the
 driver's worker that asks a stateful processor for its state schema, warms the JIT), so the
-benches report it apart from the micro-batches after it.
+benches report it apart from the micro-batches after it. The first streaming query of a session
+also loads what every later one reuses (the state store's native library, the JVM's code for
+the stateful operator), so the benches time several queries and report the median and each.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -63,3 +66,25 @@ def time_stream(writer: Any) -> StreamTiming:
     finally:
         query.stop()
     return StreamTiming(seconds, batches)
+
+
+def summarize_runs(timings: list[StreamTiming], rows: int) -> dict:
+    """Several end-to-end runs of one query over ``rows`` rows: the median and each run.
+
+    Examples
+    --------
+    >>> summary = summarize_runs([StreamTiming(5.0, [(100, 3.0), (100, 1.0)]),
+    ...                           StreamTiming(2.0, [(100, 1.0), (100, 1.0)]),
+    ...                           StreamTiming(4.0, [(100, 2.0), (100, 2.0)])], 200)
+    >>> summary["seconds"], summary["rows_per_s"], summary["first_query_rows_per_s"]
+    (4.0, 50.0, 40.0)
+    >>> [run["first_micro_batch_seconds"] for run in summary["each"]]
+    [3.0, 1.0, 2.0]
+    """
+    each = [{"seconds": t.seconds, "rows_per_s": rows / t.seconds,
+             "first_micro_batch_seconds": t.first_micro_batch_seconds,
+             "after_first_rows_per_s": t.after_first_rate,
+             "micro_batch_seconds": [s for _, s in t.micro_batches]} for t in timings]
+    seconds = statistics.median(t.seconds for t in timings)
+    return {"runs": len(timings), "seconds": seconds, "rows_per_s": rows / seconds,
+            "first_query_rows_per_s": each[0]["rows_per_s"], "each": each}
