@@ -25,8 +25,9 @@ from windowkit.core.operator import KEY, TIME
 from windowkit.core.persistence.operator import ITEM, PersistentItemsOperator
 from windowkit.core.serialization import StateFormatError
 from windowkit.spark import chunk_store
-from windowkit.spark.adapter import PAYLOAD, _RunnerProcessor
+from windowkit.spark.adapter import PAYLOAD
 from windowkit.spark.chunk_store import ChunkStore, ShardIndex
+from windowkit.spark.processor import RunnerProcessor, declare_chunk_states
 
 
 class _Value:
@@ -97,7 +98,7 @@ class Shard:
         from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
         self._timer_values, self._expired = TimerValues, ExpiredTimerInfo
-        self.processor = _RunnerProcessor(factory, [shipped], None, delay_us, [0])
+        self.processor = RunnerProcessor(factory, [shipped], None, delay_us, [0])
         self.shipped = shipped
         self.handle = FakeHandle()
         self.processor.init(self.handle)
@@ -263,7 +264,8 @@ def test_the_chunk_count_follows_the_keys_a_micro_batch_touches():
     few = every[[5, 600, 2000]]
     with small_chunks(10, 4, chunk_cost=chunk_store.KEY_COST * 20):
         handle = FakeHandle()
-        store = ChunkStore(handle, handle.getValueState("runner", None), FRAMER)
+        store = ChunkStore(handle.getValueState("runner", None), *declare_chunk_states(handle),
+                           FRAMER)
         first = _step(store, every, 1_000)
         assert first.chunks == best(2560, 2560) == 2
         many = best(2560, 3)

@@ -29,7 +29,7 @@ from windowkit.core.serialization import (
     pack_state,
     unpack_state,
 )
-from windowkit.spark.adapter import _RunnerProcessor
+from windowkit.spark.processor import RunnerProcessor
 
 TEXT = st.one_of(st.none(), st.text(max_size=6),
                  st.sampled_from(["é", "日本", "", "a", "a\x00b", "\x00"]))
@@ -179,8 +179,8 @@ class _Handle:
         pass
 
 
-def _processor(state: _State) -> _RunnerProcessor:
-    processor = _RunnerProcessor(lambda: ThresholdFramer("2 rows"), ["value"], "value",
+def _processor(state: _State) -> RunnerProcessor:
+    processor = RunnerProcessor(lambda: ThresholdFramer("2 rows"), ["value"], "value",
                                  None, [0])
     processor.state, processor.handle = state, _Handle()
     return processor

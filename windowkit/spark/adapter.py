@@ -45,14 +45,13 @@ from pyspark import TaskContext
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
 from windowkit.core.durations import to_micros
 from windowkit.core.operator import KEY, TIME, EventTimeRunner, StreamOperator, empty_frame
-from windowkit.core.serialization import compress_state
 from windowkit.core.validation import check_int
-from windowkit.spark.chunk_store import ChunkStore, stored_runner
 from windowkit.spark.event_time import event_time
+from windowkit.spark.processor import ORIGINAL_PREFIX
+from windowkit.spark.processor import RunnerProcessor as _RunnerProcessor
 
 SHARD = "wk_shard"  # no leading "__": TWS renames such columns positionally
 SHARD_OUT = "shard"
@@ -70,8 +69,6 @@ FLAGGED_CODE = (1 << FOLD_BITS) - 1
 FLAG_SEPARATOR = "\x00"
 #: Columns whose names start with this are windowkit's own, never part of a rejected row's JSON.
 INTERNAL_PREFIX = "wk_"
-#: A stream's own columns travel to the stateful step under these names, for late rows' JSON.
-ORIGINAL_PREFIX = "wk_original_"
 PACKED_SCHEMA = T.StructType([T.StructField(SHARD, T.IntegerType(), True),
                               T.StructField(PAYLOAD, T.BinaryType(), True)])
 # Packed rows are zstd-compressed Arrow IPC: the JVM copies, shuffles and hands to Python every
@@ -714,115 +711,6 @@ def _to_spark_frame(
     if not len(output):
         return padded
     return pd.concat([output.astype(object), padded], ignore_index=True)
-
-
-class _RunnerProcessor(StatefulProcessor):
-    """transformWithStateInPandas processor holding one EventTimeRunner per shard."""
-
-    def __init__(
-        self, factory: Callable[[], StreamOperator], shipped: list[str],
-        folded: str | None, delay_us: int | None, group_ids: list[int],
-        has_flags: bool = False, originals: list[tuple[str, str]] | None = None,
-        categorical: tuple[str, ...] = (), key_carrier: str | None = None,
-    ) -> None:
-        self.factory = factory
-        self.key_carrier = key_carrier
-        self.categorical = categorical
-        self.originals = originals or []
-        # the user's columns that travel on their own (the others ride in shipped inputs),
-        # and every column a late row's copy of the user's row is read from
-        self.original_columns = [column for _, column in self.originals
-                                 if column.startswith(ORIGINAL_PREFIX)]
-        self.carrier_columns = list(dict.fromkeys(column for _, column in self.originals))
-        self.has_flags = has_flags
-        self.shipped = shipped
-        self.folded = folded
-        self.delay_us = delay_us
-        self.shard_of = {group: shard for shard, group in enumerate(group_ids)}
-        self.store: ChunkStore | None = None  # set by init() for a KEY_PARTITIONED operator
-        self.index = None
-
-    def _next_watermark_at_least(self, rows: pd.DataFrame) -> int | None:
-        """A bound the next micro-batch's watermark cannot fall below.
-
-        Spark sets it to the largest event time seen (in whole milliseconds) minus the delay,
-        over all shards, so it is at least this shard's largest time so derived. Rows behind
-        it will be late then, so the rows it passes can be released now rather than held in
-        state for one more micro-batch: the same output, one micro-batch sooner.
-        """
-        if self.delay_us is None or not len(rows):
-            return None
-        return int(rows[TIME].max()) // 1000 * 1000 - self.delay_us
-
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        self.handle = handle
-        schema = T.StructType([T.StructField("runner", T.BinaryType(), True)])
-        self.state = handle.getValueState("runner", schema)
-        # an operator whose state is per key keeps its keys in chunks once there are many
-        self.store = (ChunkStore(handle, self.state, self.factory)
-                      if self.factory().KEY_PARTITIONED else None)
-
-    def _load(self, keys=(), watermark: int | None = None) -> EventTimeRunner:
-        if self.store is not None:
-            runner, self.index = self.store.load(keys, watermark)
-            return runner
-        return stored_runner(self.state, self.factory)
-
-    def _save(self, runner: EventTimeRunner) -> None:
-        if self.store is not None:
-            due = self.store.save(runner, self.index)
-        else:
-            # compressed: Spark's state API moves bytes at 50-100 MB/s, a state's arrays
-            # compress tenfold at 0.6 GB/s (and the checkpoint keeps a tenth of the bytes)
-            self.state.update((compress_state(runner.to_bytes()),))
-            due = runner.next_timer()
-        for timer in list(self.handle.listTimers()):
-            self.handle.deleteTimer(timer)
-        if due is not None:
-            # µs -> ms, rounded up. Spark's watermark starts at 0 ms, so a timer at or before
-            # 0 ms fires at once and, re-registered by its own handler at the same time, is
-            # deleted with the fired one: 1 ms is the first watermark that can settle it.
-            self.handle.registerTimer(max(1, -(-due // 1000)))
-
-    def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> Iterator:
-        good, rejected = _take_rejected(_unpack_rows(rows),
-                                        self.shipped + self.original_columns, self.has_flags)
-        if self.key_carrier is not None:
-            good = _key_from_carrier(good, self.key_carrier)
-        originals = good.select(self.carrier_columns) if self.carrier_columns else None
-        good = _arrow_to_frame(good.select([KEY, TIME, *self.shipped]), self.folded,
-                               self.categorical)
-        watermark, next_at_least = (_watermark_us(timerValues),
-                                    self._next_watermark_at_least(good))
-        keys = good[self.store.key_column] if self.store is not None else ()
-        runner = self._load(keys, max((w for w in (watermark, next_at_least)
-                                       if w is not None), default=None))
-        # Spark's rule: a row is late if the watermark in force when its micro-batch starts
-        # has passed it, so apply this batch's watermark before admitting the rows.
-        settled = runner.advance(watermark)
-        output, late = runner.push(good)
-        ahead = runner.advance(next_at_least)
-        output = pd.concat([o for o in (settled, output, ahead) if len(o)] or [output],
-                           ignore_index=True)
-        if len(late):
-            rejected = pd.concat([rejected, _late_frame(late, originals, self.originals)],
-                                 ignore_index=True)
-        self._save(runner)
-        yield _to_spark_frame(output, rejected, runner.operator.output_schema,
-                               self.shard_of[int(key[0])])
-
-    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator:
-        watermark = _watermark_us(timerValues)
-        runner = self._load((), watermark)
-        output = runner.advance(watermark)
-        self._save(runner)
-        yield _to_spark_frame(output, pd.DataFrame(), runner.operator.output_schema,
-                               self.shard_of[int(key[0])])
-
-    def close(self) -> None:
-        pass
-
-
 
 
 def _own_watermark_delay(df: DataFrame, late: str | None) -> int | None:

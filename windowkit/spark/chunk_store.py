@@ -129,22 +129,19 @@ class ChunkStore:
 
     Parameters
     ----------
-    handle : StatefulProcessorHandle
-        The processor's handle (state variables are declared in ``init``).
     runner_state : ValueState
         The adapter's ``runner`` value.
+    index_state, chunk_state : ValueState, MapState
+        The shard's index and its chunks, as
+        :func:`~windowkit.spark.processor.declare_chunk_states` declares them in ``init``.
     factory : callable
         Builds a fresh operator (the template of the chunks' layout).
     """
 
-    def __init__(self, handle, runner_state, factory) -> None:
-        from pyspark.sql import types as T
-
-        binary = T.StructType([T.StructField("state", T.BinaryType(), True)])
-        chunk_key = T.StructType([T.StructField("chunk", T.LongType(), True)])
+    def __init__(self, runner_state, index_state, chunk_state, factory) -> None:
         self.runner_state = runner_state
-        self.index_state = handle.getValueState("wk_index", binary)
-        self.chunk_state = handle.getMapState("wk_chunks", chunk_key, binary)
+        self.index_state = index_state
+        self.chunk_state = chunk_state
         self.factory = factory
         fresh = factory()
         self.template = fresh.key_state()[1]
