@@ -40,7 +40,7 @@ import pandas as pd
 
 from windowkit.core.multigranular import MultiGranularAggregator, RecurringItems
 from windowkit.datasets.connections import connection_records
-from windowkit.testing.stream_timing import summarize_runs, time_stream
+from windowkit.testing.stream_timing import describe_runs, summarize_runs, time_stream
 
 UNIT = 1_000_000  # one time unit of the paper = 1 second
 RESULTS = os.path.join(os.path.dirname(__file__), "results", "multigranular.json")
@@ -375,11 +375,7 @@ def print_spark(res: dict) -> None:
           f"{s['rows_per_s'] / 1e6:.3f} M rows/s end to end ({s['seconds']:.1f} s; numba's "
           f"kernels compiled or loaded from its cache before the runs: "
           f"{res['kernels_compiled_or_loaded_seconds']:.1f} s)")
-    for i, run in enumerate(s["each"]):
-        print(f"  query {i + 1}: {run['rows_per_s'] / 1e6:.3f} M rows/s ({run['seconds']:.1f} s);"
-              f" first micro-batch {run['first_micro_batch_seconds']:.1f} s, the others "
-              f"{run['after_first_rows_per_s'] / 1e6:.3f} M rows/s"
-              + ("  (the session's first streaming query)" if i == 0 else ""))
+    print("\n".join(describe_runs(s, "rows")))
     if "read_only_processor" in s:
         print(f"  with a processor that only reads its rows: "
               f"{s['read_only_processor']['rows_per_s'] / 1e6:.3f} M rows/s "

@@ -53,7 +53,11 @@ from windowkit.core.widening import (  # noqa: E402
     theorem2_bound,
 )
 from windowkit.datasets.syscalls import case_study  # noqa: E402
-from windowkit.testing.stream_timing import summarize_runs, time_stream  # noqa: E402
+from windowkit.testing.stream_timing import (  # noqa: E402
+    describe_runs,
+    summarize_runs,
+    time_stream,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PAPER_SLOPE = 0.5
@@ -335,12 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"spark streaming  {n:,} events, median of {s['runs']} queries: "
               f"{s['seconds']:.1f} s, {s['events_per_s'] / 1e6:.3f} M events/s end to end "
               f"(target {TARGET_STREAMING_EVENTS_PER_S / 1e6:.1f})")
-        for i, run in enumerate(s["each"]):
-            print(f"  query {i + 1}: {run['rows_per_s'] / 1e6:.3f} M events/s "
-                  f"({run['seconds']:.1f} s); first micro-batch "
-                  f"{run['first_micro_batch_seconds']:.1f} s, the others "
-                  f"{run['after_first_rows_per_s'] / 1e6:.3f} M events/s"
-                  + ("  (the session's first streaming query)" if i == 0 else ""))
+        print("\n".join(describe_runs(s, "events")))
     out_path = Path(args.output)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     for r in results["runs"].values():  # keep the JSON small: points go to the plot only

@@ -89,3 +89,19 @@ def summarize_runs(timings: list[StreamTiming], rows: int) -> dict:
     seconds = statistics.median(t.seconds for t in timings)
     return {"runs": len(timings), "seconds": seconds, "rows_per_s": rows / seconds,
             "first_query_rows_per_s": each[0]["rows_per_s"], "each": each}
+
+
+def describe_runs(summary: dict, unit: str = "rows") -> list[str]:
+    """One line per run of :func:`summarize_runs`' ``summary``, rates in M ``unit``/s.
+
+    Examples
+    --------
+    >>> summary = summarize_runs([StreamTiming(5.0, [(10**6, 3.0), (10**6, 1.0)])], 2 * 10**6)
+    >>> describe_runs(summary, "events")[0]
+    "  query 1: 0.400 M events/s (5.0 s); first micro-batch 3.0 s, the others 1.000 M events/s  (the session's first streaming query)"
+    """  # noqa: E501 - the doctest shows one whole line
+    return [f"  query {i + 1}: {run['rows_per_s'] / 1e6:.3f} M {unit}/s ({run['seconds']:.1f} s);"
+            f" first micro-batch {run['first_micro_batch_seconds']:.1f} s, the others "
+            f"{run['after_first_rows_per_s'] / 1e6:.3f} M {unit}/s"
+            + ("  (the session's first streaming query)" if i == 0 else "")
+            for i, run in enumerate(summary["each"])]
