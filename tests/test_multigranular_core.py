@@ -321,6 +321,36 @@ def test_inconsistent_state_arrays_raise_state_format_error():
         MultiGranularAggregator.from_bytes(pack_state(op.FORMAT_TAG, version, meta, arrays))
 
 
+def test_basic_reports_keep_four_fields_and_read_state_written_with_nine():
+    """Count, sum, mean, min and max keep basic cells; state bytes written when every chain
+    held full cells (before basic cells existed) restore and continue exactly."""
+    from windowkit.core.multigranular.cells import BASIC_FIELDS, N_FIELDS
+    from windowkit.core.multigranular.state import ChainState
+
+    levels = [(4, 1), (8, 2), (16, 4)]
+    aggregates = ("count", "sum", "mean", "min", "max")
+    rng = np.random.default_rng(5)
+    times = np.sort(rng.integers(0, 60, 80))
+    df = pd.DataFrame({"key": rng.choice(["a", "b", "c"], 80).astype(object), "time": times,
+                       "value": rng.integers(-9, 9, 80) / 4.0})
+    first, rest = df[df["time"] < 30], df[df["time"] >= 30].reset_index(drop=True)
+
+    whole = MultiGranularAggregator(levels=levels, aggregates=aggregates)
+    assert whole._state.n_fields == BASIC_FIELDS
+    expected = pd.concat([whole.process(df), whole.finish()], ignore_index=True)
+
+    old = MultiGranularAggregator(levels=levels, aggregates=aggregates)
+    cfg = old.config
+    old._state = ChainState(cfg.effective_spec, N_FIELDS, cfg.weights, False)
+    head = old.process(first)
+    restored = MultiGranularAggregator.from_bytes(old.to_bytes())
+    assert restored._state.n_fields == BASIC_FIELDS
+    got = pd.concat([head, restored.process(rest), restored.finish()], ignore_index=True)
+    pd.testing.assert_frame_equal(got.sort_values(BOUNDS, ignore_index=True),
+                                  expected.sort_values(BOUNDS, ignore_index=True))
+    assert_same_reports(expected, reference_reports(df, levels), list(aggregates))
+
+
 def test_connection_generator_has_bursts_and_recurring_sources():
     from windowkit.datasets.connections import Burst, connection_records
 

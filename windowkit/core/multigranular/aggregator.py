@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from windowkit.core.multigranular.cells import (
+    BASIC_FIELDS,
     MAX,
     MIN,
     MT,
@@ -270,8 +271,8 @@ class MultiGranularAggregator(ChainOperator):
             None if weights is None else tuple(weights), report, distinct, distinct_precision)
         full = self.config.regression or bool({"variance", "stddev"} & set(
             self.config.aggregates))
-        self._state = ChainState(self.config.effective_spec, N_FIELDS, self.config.weights,
-                                 full)
+        self._state = ChainState(self.config.effective_spec,
+                                 N_FIELDS if full else BASIC_FIELDS, self.config.weights, full)
         self._sketches = (DistinctSketches(self.config.effective_spec,
                                            self.config.distinct_precision)
                           if self.config.distinct else None)
@@ -356,8 +357,9 @@ class MultiGranularAggregator(ChainOperator):
             msg = (f"pre-aggregated input needs the columns {list(self.config.cell_columns)} "
                    f"for these reports; missing {missing}")
             raise ValueError(msg)
-        cells = np.zeros((len(batch), len(CELL_COLUMNS)), dtype=np.float64)
-        for i, name in enumerate(CELL_COLUMNS):
+        n_fields = self._state.n_fields
+        cells = np.zeros((len(batch), n_fields), dtype=np.float64)
+        for i, name in enumerate(CELL_COLUMNS[:n_fields]):
             if name in batch:
                 cells[:, i] = batch[name].to_numpy(np.float64)
         return cells
@@ -394,7 +396,7 @@ class MultiGranularAggregator(ChainOperator):
         g_front = (st.frontier - origin) // b0
         rear = st.frontier - horizon  # cells must start after it
         lay = st.layout
-        cells = empty_cells(used)
+        cells = empty_cells(used, st.n_fields)
         for s in range(used):
             for k in range(st.spec.n_levels):
                 for q in range(st.size[s, k]):
@@ -441,14 +443,15 @@ class MultiGranularAggregator(ChainOperator):
             "window_end": tc + 1,
         }
         with np.errstate(divide="ignore", invalid="ignore"):
-            variance = np.where(n > 1, c[:, SVV] / (n - 1), np.nan)
             values = {
-                "count": n.astype(np.int64), "sum": c[:, SUM], "mean": c[:, SUM] / n,
-                "min": c[:, MIN], "max": c[:, MAX], "variance": variance,
-                "stddev": np.sqrt(variance),
+                "count": lambda: n.astype(np.int64), "sum": lambda: c[:, SUM],
+                "mean": lambda: c[:, SUM] / n, "min": lambda: c[:, MIN],
+                "max": lambda: c[:, MAX],
+                "variance": lambda: np.where(n > 1, c[:, SVV] / (n - 1), np.nan),
+                "stddev": lambda: np.sqrt(values["variance"]()),
             }
             for a in self.config.aggregates:
-                cols[a] = values[a]
+                cols[a] = values[a]()
             if self.config.regression:
                 slope_us = np.where(c[:, STT] > 0, c[:, STV] / c[:, STT], np.nan)
                 cols["slope"] = slope_us * 1e6

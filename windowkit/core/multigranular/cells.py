@@ -19,7 +19,8 @@ STV    sum of products of time and value deviations
 
 Times are kept relative to the cell's end instant (at most a granule away), so doubles keep
 microsecond precision whatever the epoch; merging a cell into one with another reference shifts
-``MT`` by the difference. A count-only cell (recurring items) has just ``N``.
+``MT`` by the difference. A count-only cell (recurring items) has just ``N``; a basic cell
+(reports of count, sum, mean, min and max only) has the first four fields.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ import numpy as np
 N, SUM, MIN, MAX, MV, SVV, MT, STT, STV = range(9)
 #: Number of fields of a full cell.
 N_FIELDS = 9
+#: Number of fields of a basic cell (``N, SUM, MIN, MAX``): all that count, sum, mean, min, max
+#: and the decayed aggregates read, merged without the moments' divisions.
+BASIC_FIELDS = 4
 
 
 def empty_cells(count: int, n_fields: int = N_FIELDS) -> np.ndarray:
@@ -56,6 +60,19 @@ def merge_into(dst, src, shift):  # pragma: no cover - compiled
     na = dst[0]
     if dst.shape[0] == 1:
         dst[0] = na + nb
+        return
+    if dst.shape[0] == BASIC_FIELDS:
+        dst[N] = na + nb
+        if na == 0.0:
+            dst[SUM] = src[SUM]
+            dst[MIN] = src[MIN]
+            dst[MAX] = src[MAX]
+            return
+        dst[SUM] += src[SUM]
+        if src[MIN] < dst[MIN]:
+            dst[MIN] = src[MIN]
+        if src[MAX] > dst[MAX]:
+            dst[MAX] = src[MAX]
         return
     if na == 0.0:
         for f in range(dst.shape[0]):
@@ -198,11 +215,12 @@ def rows_to_cells(slot, granule, time, value, origin, b0, open_g, open_cells, no
         k = raw[c, 0]
         cells[c, N] = k
         if n_fields > 1:
-            s1 = raw[c, 5]
-            t1 = raw[c, 7]
             cells[c, SUM] = raw[c, 1]
             cells[c, MIN] = raw[c, 2]
             cells[c, MAX] = raw[c, 3]
+        if n_fields > BASIC_FIELDS:
+            s1 = raw[c, 5]
+            t1 = raw[c, 7]
             cells[c, MV] = raw[c, 4] + s1 / k
             cells[c, SVV] = max(0.0, raw[c, 6] - s1 * s1 / k)
             cells[c, MT] = t1 / k

@@ -6,7 +6,13 @@ from typing import Any
 
 import numpy as np
 
-from windowkit.core.multigranular.cells import empty_cells, merge_cells, rows_to_cells
+from windowkit.core.multigranular.cells import (
+    BASIC_FIELDS,
+    N_FIELDS,
+    empty_cells,
+    merge_cells,
+    rows_to_cells,
+)
 from windowkit.core.multigranular.chain import NONE, ChainLayout, run_chain
 from windowkit.core.multigranular.spec import MultiGranularSpec
 from windowkit.core.serialization import StateFormatError
@@ -44,6 +50,10 @@ class ChainState:
 
     def __init__(self, spec: MultiGranularSpec, n_fields: int,
                  weights: np.ndarray | None = None, full: bool = True) -> None:
+        if n_fields not in (1, BASIC_FIELDS, N_FIELDS) or (full and n_fields == BASIC_FIELDS):
+            msg = (f"`n_fields` must be 1, {BASIC_FIELDS} (without `full`) or {N_FIELDS}; "
+                   f"got {n_fields} with full={full}")
+            raise ValueError(msg)
         self.spec = spec
         self.layout = ChainLayout(spec)
         self.n_fields = n_fields
@@ -204,14 +214,14 @@ class ChainState:
                 msg = f"multi-granular state array {name!r} has shape {arr.shape}"
                 raise StateFormatError(msg)
             getattr(self, name)[:] = arr
-        open_cells = arrays["open_cells"].astype(np.float64)
+        open_cells = _fields(arrays["open_cells"].astype(np.float64), nf)
         if open_cells.shape != (used, nf):
             msg = f"multi-granular state array 'open_cells' has shape {open_cells.shape}"
             raise StateFormatError(msg)
         self.open_cells[:] = open_cells
         self.size[:] = size
         for k in range(nl):
-            cells = arrays[f"cells{k}"].astype(np.float64)
+            cells = _fields(arrays[f"cells{k}"].astype(np.float64), nf)
             ends = arrays[f"ends{k}"].astype(np.int64)
             total = int(size[:, k].sum())
             if cells.shape != (total, nf) or ends.shape != (total,):
@@ -224,3 +234,11 @@ class ChainState:
         self.frontier = frontier
 
 
+
+
+def _fields(cells: np.ndarray, n_fields: int) -> np.ndarray:
+    """Stored cells with the state's fields: full cells written for reports that read only the
+    basic fields (before basic cells existed) keep their first four, which are exact."""
+    if n_fields == BASIC_FIELDS and cells.ndim == 2 and cells.shape[1] == N_FIELDS:
+        return cells[:, :BASIC_FIELDS]
+    return cells
