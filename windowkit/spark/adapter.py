@@ -367,8 +367,9 @@ def _run_partition(
         runner = EventTimeRunner(factory())
         output, _ = runner.push(_arrow_to_frame(pa.Table.from_batches(pieces), folded,
                                                 categorical))
-        output = pd.concat([output, runner.finish()], ignore_index=True)
-        yield _to_arrow(output, pd.DataFrame(), operator_schema, shard, arrow_schema)
+        for part in (output, runner.finish()):
+            if len(part):
+                yield _to_arrow(part, pd.DataFrame(), operator_schema, shard, arrow_schema)
 
 
 def spread_group_ids(shards: int) -> list[int]:
@@ -571,11 +572,21 @@ def _to_arrow(
     shard: int,
     arrow_schema: pa.Schema,
 ) -> pa.RecordBatch:
-    frame = _to_spark_frame(output, rejected, schema, shard)
-    # one thread: a task has a core of its own, and a pool's threads cost more to start
-    # than they save on a task's output
-    return pa.RecordBatch.from_pandas(frame, schema=arrow_schema, preserve_index=False,
-                                      nthreads=1)
+    if len(rejected):
+        frame = _to_spark_frame(output, rejected, schema, shard)
+        # one thread: a task has a core of its own, and a pool's threads cost more to start
+        # than they save on a task's output
+        return pa.RecordBatch.from_pandas(frame, schema=arrow_schema, preserve_index=False,
+                                          nthreads=1)
+    # Column by column: no padded copy of the frame, and the constant shard and the
+    # null `rejected` and `detail` columns are made by Arrow, not as Python objects.
+    n = len(output)
+    constants = {SHARD_OUT: pa.array(np.full(n, shard, dtype=np.int32)),
+                 REJECTED: pa.nulls(n, pa.string()), DETAIL_OUT: pa.nulls(n, pa.string())}
+    arrays = [constants[f.name].cast(f.type) if f.name in constants
+              else pa.Array.from_pandas(output[f.name], type=f.type)  # NaN is null, as before
+              for f in arrow_schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
 
 
 def _carriers(own: dict[str, Column], job: OperatorJob) -> dict[str, str]:

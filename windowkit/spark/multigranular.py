@@ -192,11 +192,9 @@ def multi_granular(
     else:
         out = _batch_cells(df, micros, key_col, number, valid, config, item, factory, schema,
                            shards)
-    out = _finish(out, df, by, schema)
-    if distinct is not None:
-        out = out.withColumnRenamed(
-            "distinct", f"distinct_{distinct}" if isinstance(distinct, str) else "distinct")
-    return out
+    renamed = ({} if distinct is None else
+               {"distinct": f"distinct_{distinct}" if isinstance(distinct, str) else "distinct"})
+    return _finish(out, df, by, schema, renamed)
 
 
 def recurring_items(
@@ -300,30 +298,38 @@ def _batch_cells(df: DataFrame, micros: Column, key_col: Column, number: Column,
     good = _good(valid, micros, key_col)
     base = _with_malformed(df, good, key_col, micros, {
         _VALUE: number, _ITEM: F.lit(None).cast("string") if item is None else item})
-    g = F.col(_GRANULE)
-    end = F.lit(t0) + g * F.lit(b0)
-    dt = (F.col(_T_US) - end).cast("double")  # within (-b0, 0]: doubles stay exact
-    v = F.col(_VALUE)
-    n = F.count(F.lit(1))
-    aggregations = {
-        "cell_n": n, "cell_sum": F.sum(v), "cell_min": F.min(v), "cell_max": F.max(v),
-        "cell_mean": F.avg(v), "cell_m2": F.var_pop(v) * n, "cell_t_mean": F.avg("wk_dt"),
-        "cell_t_m2": F.var_pop("wk_dt") * n, "cell_tv": F.covar_pop("wk_dt", v) * n,
-    }
+    end = F.expr(_granule_end(t0, b0))
     # only the moments the reports read: each costs the JVM's aggregation a buffer and the
-    # transfer to Python a column
+    # transfer to Python a column (and each Column built costs the driver py4j calls)
     wanted = config.cell_columns
+    times = {"cell_t_mean", "cell_t_m2", "cell_tv"} & set(wanted)
     sketch = ([F.hll_sketch_agg(_ITEM, config.distinct_precision).alias(CELL_HLL)]
               if config.distinct else [])
-    cells = (base.withColumn(_GRANULE, _granule(t0, b0))
-             .withColumn("wk_dt", dt)
+    columns = {_GRANULE: _granule(t0, b0)}
+    if times:  # within (-b0, 0]: doubles stay exact
+        columns["wk_dt"] = F.expr(f"cast({_T_US} - ({_granule_end(t0, b0)}) as double)")
+    cells = (base.withColumns(columns)
              .groupBy(_KEY, _GRANULE, _MALFORMED_ID, _DETAIL)
-             .agg(*[aggregations[c].alias(c) for c in wanted], *sketch)
+             .agg(*[F.expr(_CELL_AGGREGATES[c]).alias(c) for c in wanted], *sketch)
              .withColumn(_T_US, end))
     inputs = {c: F.col(c).cast("double") for c in wanted}
     if config.distinct:
         inputs[CELL_HLL] = F.col(CELL_HLL)
     return _run_cells(cells, factory, schema, inputs, shards)
+
+
+#: Each cell column as a SQL aggregate of the granule's rows (text: one py4j call per column).
+_CELL_AGGREGATES = {
+    "cell_n": "count(1)", "cell_sum": f"sum({_VALUE})", "cell_min": f"min({_VALUE})",
+    "cell_max": f"max({_VALUE})", "cell_mean": f"avg({_VALUE})",
+    "cell_m2": f"var_pop({_VALUE}) * count(1)", "cell_t_mean": "avg(wk_dt)",
+    "cell_t_m2": "var_pop(wk_dt) * count(1)", "cell_tv": f"covar_pop(wk_dt, {_VALUE}) * count(1)",
+}
+
+
+def _granule_end(t0: int, b0: int) -> str:
+    """The end instant (µs) of granule ``wk_mg_g`` as SQL."""
+    return f"{int(t0)} + {_GRANULE} * {int(b0)}"
 
 
 def _with_malformed(df: DataFrame, good: Column, key_col: Column, micros: Column,
@@ -362,13 +368,18 @@ def _granule(t0: int, b0: int) -> Column:
     return F.expr(f"({_T_US} - ({int(t0)}) + {int(b0) - 1}) div {int(b0)}")
 
 
-def _finish(out: DataFrame, df: DataFrame, by: str | None, schema) -> DataFrame:
-    key_name = by if by is not None else KEY
+def _finish(out: DataFrame, df: DataFrame, by: str | None, schema,
+            renamed: dict[str, str] | None = None) -> DataFrame:
+    """The reports' columns in order, the key back in ``by``'s type and name: one projection
+    (each DataFrame call is an analysis in the JVM)."""
+    renamed = dict(renamed or {})
+    key = F.col(KEY)
     if by is not None:
-        out = out.withColumn(KEY, F.col(KEY).cast(df.schema[by].dataType))
-    names = [n for n, _ in schema]
-    out = out.select(*names, REJECTED, DETAIL_OUT)
-    return out.withColumnRenamed(KEY, key_name)
+        key = key.cast(df.schema[by].dataType)
+        renamed[KEY] = by
+    names = [n for n, _ in schema] + [REJECTED, DETAIL_OUT]
+    return out.select(*[(key if n == KEY else F.col(n)).alias(renamed.get(n, n))
+                        for n in names])
 
 
 def _number(col: Column) -> Column:
