@@ -433,3 +433,57 @@ def test_many_sites_are_counted_by_a_group_by_and_still_equal_the_core(spark):
     sites = count_min_sites(df, "item", "t", shards=shards).toPandas()
     assert sites["shard"].nunique() > _STATS_BY_CONDITION
     pd.testing.assert_frame_equal(out, core_snapshots(sites, **params))
+
+
+@pytest.mark.parametrize(("kind", "time_unit", "unit"), [
+    ("sequence", None, "samples"), ("timestamp", None, "ticks"), ("seconds", "s", "ticks"),
+    ("milliseconds", "ms", "ticks"), ("nanoseconds", "ns", "ticks")])
+def test_the_recent_rows_are_found_by_a_filter_the_parquet_scan_takes(spark, tmp_path, kind,
+                                                                       time_unit, unit):
+    # The mergeable path reads only the rows of the last two windows; a predicate on the plain
+    # time column lets Parquet skip the row groups before them. It must keep exactly the rows
+    # whose step reaches the cutoff, and reach the scan as a pushed filter.
+    from windowkit.spark.countmin import _POS, _prepare, _pushable_lower_bound
+
+    rng = np.random.default_rng(3)
+    base = np.sort(rng.integers(0, 50_000, 400))
+    values = {"sequence": base, "seconds": base, "milliseconds": base * 997,
+              "nanoseconds": base * 999_983,
+              "timestamp": pd.to_datetime(T0 + base * 1_000_003, unit="us", utc=True
+                                          ).astype("datetime64[us, UTC]")}[kind]
+    path = str(tmp_path / "in")
+    pd.DataFrame({"item": base % 7, "t": values}).to_parquet(path, row_group_size=50)
+    df = spark.read.parquet(path)
+    prepared, _, _ = _prepare(df, "item", "t", None, 2, unit, time_unit)
+    steps = np.sort([r[0] for r in prepared.select(_POS).collect()])
+    bound = _pushable_lower_bound(df, "t", unit, time_unit)
+    for cutoff in (int(steps[0]), int(steps[123]), int(steps[123]) + 1, int(steps[-1]) + 1):
+        kept = prepared.filter(bound(cutoff))
+        got = sorted(r[0] for r in kept.select(_POS).collect())
+        assert got == [s for s in steps.tolist() if s >= cutoff]
+        scan = kept._jdf.queryExecution().executedPlan().toString()
+        assert "GreaterThanOrEqual(t," in scan  # in the scan's PushedFilters
+
+
+def test_local_snapshots_merge_on_the_driver_without_a_job_like_the_spark_merge(spark):
+    # Snapshots that are rows on the driver (the mergeable batch path) are merged there, with
+    # no Spark job; anywhere else the merge is a Spark aggregation. Both give the same row.
+    from windowkit.spark.countmin import merge_count_min, windowed_count_min
+
+    rng = np.random.default_rng(4)
+    pdf = pd.DataFrame({"item": zipf_items(2000, 40, seed=6),
+                        "ts": pd.to_datetime(T0 + 1000 * rng.integers(0, 600_000, 2000),
+                                             unit="us", utc=True)})
+    snaps = windowed_count_min(spark.createDataFrame(pdf), "item", "ts", window=60,
+                               unit="ticks", tick="1 second", algorithm="simple", shards=3,
+                               epsilon=0.05, delta=0.25)
+    sc = spark.sparkContext
+    sc.setJobGroup("wk-driver-merge", "merge of local snapshots")
+    try:
+        local = merge_count_min(snaps).collect()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert list(sc.statusTracker().getJobIdsForGroup("wk-driver-merge")) == []
+    distributed = merge_count_min(snaps.repartition(2)).collect()
+    assert [tuple(r) for r in local] == [tuple(r) for r in distributed]
+    assert local[0]["shards"] == 3 and local[0]["n_seen"] == 2000

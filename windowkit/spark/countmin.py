@@ -12,8 +12,10 @@ sums the latest matrix of every site. Here:
   ``"proportional"``, ``"perfect"``) skip the shuffle of rows: each input partition is sketched
   per site where it is read and the parts are merged (:data:`MERGEABLE`); the snapshots are the
   same bytes. That path runs when the function is called (a JVM count of each site's rows, then
-  one pass over the rows of the last two windows) and returns the snapshots as a small local
-  DataFrame. Splitter's sub-cells are not a sum of parts, so its sites see their rows in order.
+  one pass over the rows of the last two windows, which a plain time column lets the file scan
+  find by its statistics: Parquet skips the row groups before them) and returns the snapshots
+  as a small local DataFrame. Splitter's sub-cells are not a sum of parts, so its sites see
+  their rows in order.
 * :func:`merge_count_min` is the coordinator: the latest snapshot of each shard
   (:func:`latest_snapshots`), summed by one Spark aggregation into a single Count-Min.
 * :func:`estimate_frequency` and :func:`heavy_hitters` query merged sketches.
@@ -234,6 +236,22 @@ def _prepare(
     return df, key, site.cast("int")
 
 
+def _pushable_lower_bound(df: DataFrame, time: str | Column | None, unit: str,
+                          time_unit: str | None) -> Callable[[int], Column | None]:
+    """For a step cutoff (µs), a predicate on the plain time column that every row with
+    ``step >= cutoff`` satisfies and that Spark pushes into the file scan, so row groups
+    wholly before the cutoff are not read; None where there is none (positions by rank or
+    input order, expressions, wall-clock times)."""
+    if not isinstance(time, str):
+        return lambda cutoff: None
+    if unit == "ticks":
+        clock = event_time(df, time, time_unit)
+        return clock.at_least
+    if _is_sequence(df, time, time_unit):
+        return lambda cutoff: F.col(time) >= F.lit(-(-int(cutoff) // POSITION_MICROS))
+    return lambda cutoff: None
+
+
 def _input_positions(df: DataFrame) -> DataFrame:
     """``df`` with ``_POS``: each row's place in the input, partition by partition (one small
     counting job first: the rows of every partition)."""
@@ -337,7 +355,8 @@ _STATS_BY_CONDITION = 64
 
 
 def _merged_partials(prepared: DataFrame, key: Column, site: Column, step: Column,
-                     factory: Callable[[], WindowedCountMinOperator], shards: int) -> DataFrame:
+                     factory: Callable[[], WindowedCountMinOperator], shards: int,
+                     lower_bound: Callable[[int], Column | None]) -> DataFrame:
     """Every site's final snapshot, as the adapter's per-site operator gives it, from sketches
     of each input partition's rows merged per site; malformed rows set aside in the JVM.
 
@@ -357,7 +376,10 @@ def _merged_partials(prepared: DataFrame, key: Column, site: Column, step: Colum
         tick, window = template.tick_micros, template.sketch.config.window
         # as far back as any variant looks: Proportional's previous block
         cutoff = max((end // tick - 2 * window + 1) * tick, -(2**63))
-        recent = prepared.filter(step >= F.lit(cutoff)).select(
+        # implied by the exact filter, and taken by the file scan (at the clamp: every row)
+        skip = lower_bound(cutoff) if cutoff > -(2**62) else None
+        rows = prepared if skip is None else prepared.filter(skip)
+        recent = rows.filter(step >= F.lit(cutoff)).select(
             site.alias("wk_site"), step.alias("wk_step"), key.alias("wk_item"))
         parts = recent.mapInArrow(functools.partial(_sketch_partition, factory), _PART_SCHEMA)
 
@@ -563,7 +585,8 @@ def windowed_count_min(
     step = F.when(item_col.isNotNull(), F.col(_POS))
     if not df.isStreaming and snapshot_every is None and algorithm in MERGEABLE:
         factory = functools.partial(make_operator, window, **params)
-        out = _merged_partials(prepared, key, site, step, factory, shards)
+        out = _merged_partials(prepared, key, site, step, factory, shards,
+                               _pushable_lower_bound(df, time, unit, time_unit))
     elif not df.isStreaming:
         # every site's last window ends at the input's last step, not at its own last row
         params["end_time"] = prepared.agg(F.max(step)).first()[0]
@@ -603,7 +626,9 @@ def merge_count_min(snapshots: DataFrame) -> DataFrame:
     """The DistCM coordinator: sum the latest count matrix of every shard into one sketch.
 
     A Spark aggregation (:func:`latest_snapshots`, then one group summing the matrices in
-    pandas; matrices are small, ``depth x width`` cells per shard). Batch DataFrames only. On a
+    pandas; matrices are small, ``depth x width`` cells per shard); snapshots that are already
+    rows on the driver (the mergeable variants' batch path returns them so) are summed there,
+    with no Spark job. Batch DataFrames only. On a
     stream, run it in ``foreachBatch`` over the union of the previous latest snapshots and the
     new ones, e.g.::
 
@@ -639,6 +664,9 @@ def merge_count_min(snapshots: DataFrame) -> DataFrame:
     [Row(shards=2, n_seen=4, window_count=4.0)]
     """
     _require_batch(snapshots, "snapshots")
+    on_driver = _merged_on_driver(snapshots)
+    if on_driver is not None:
+        return on_driver
     latest = latest_snapshots(snapshots)
     # One aggregation, so the snapshots are computed once; times stay in the JVM (pandas holds
     # nanoseconds and cannot hold a time in year 9999), only the sketches reach Python.
@@ -648,6 +676,42 @@ def merge_count_min(snapshots: DataFrame) -> DataFrame:
     summed = _merge_udf()(F.col("wk_sketches")).alias("wk_merged")
     return (totals.filter(F.col("shards") > 0).select("*", summed)
             .select("shards", "n_seen", "time", "wk_merged.*"))
+
+
+def _merged_on_driver(snapshots: DataFrame) -> DataFrame | None:
+    """:func:`merge_count_min` without a Spark job when the snapshots are already rows on the
+    driver (a local relation, as the batch path of the mergeable variants returns them):
+    collecting them starts no job, and the few sketches are summed here. None otherwise.
+
+    The result is again a local relation: the chosen snapshot row, filtered and projected,
+    so its ``time`` keeps its own type and never passes through Python."""
+    good = snapshots
+    if REJECTED in snapshots.columns:  # a rejected row is never a snapshot
+        good = snapshots.filter(F.col(REJECTED).isNull())
+    good = good.select(*SNAPSHOT_COLUMNS)
+    if good._jdf.queryExecution().optimizedPlan().getClass().getSimpleName() != "LocalRelation":
+        return None
+    dtype = good.schema["time"].dataType
+    order = F.unix_micros("time") if isinstance(dtype, T.TimestampType) else F.col("time")
+    rows = good.select(SHARD, "seq", "n_seen", order.alias("wk_order"), "sketch").collect()
+    latest: dict[int, Any] = {}
+    for row in rows:
+        if row[SHARD] not in latest or row["seq"] > latest[row[SHARD]]["seq"]:
+            latest[row[SHARD]] = row
+    if not latest:
+        return good.limit(0).select(*[F.lit(None).cast(t).alias(c) for c, t in (
+            ("shards", "bigint"), ("n_seen", "bigint"))], "time",
+            F.lit(None).cast("double").alias("window_count"),
+            F.lit(None).cast("binary").alias("sketch"))
+    chosen = [latest[shard] for shard in sorted(latest)]  # a fixed order of the float sums
+    merged = _sum_sketches(pd.Series([r["sketch"] for r in chosen]))
+    newest = max(chosen, key=lambda r: (r["wk_order"] is not None, r["wk_order"]))
+    pick = (F.col(SHARD) == newest[SHARD]) & (F.col("seq") == newest["seq"])
+    return good.filter(pick).limit(1).select(
+        F.lit(len(chosen)).cast("bigint").alias("shards"),
+        F.lit(sum(r["n_seen"] for r in chosen)).cast("bigint").alias("n_seen"), "time",
+        F.lit(_window_count(merged)).alias("window_count"),
+        F.lit(merged.to_bytes()).alias("sketch"))
 
 
 @functools.lru_cache(maxsize=1)

@@ -86,6 +86,29 @@ class EventTime:
         bound = (2**63 - 1) // per
         return F.when(col.between(-bound, bound), col.cast("long") * F.lit(per))
 
+    def at_least(self, micros: int) -> Column | None:
+        """A predicate on the column itself, true for every row whose time is at least
+        ``micros``, that Spark can push into a file scan (Parquet skips the row groups whose
+        statistics lie wholly before it); None where the column is not compared as it is
+        (strings, wall-clock times). It may also hold for a few earlier rows: filter on
+        :meth:`micros` for the exact bound.
+
+        Examples
+        --------
+        >>> df = spark.createDataFrame([(89,), (90,), (91,)], "t long")
+        >>> [r.t for r in df.filter(event_time(df, "t", "s").at_least(89_500_000)).collect()]
+        [90, 91]
+        """
+        col = self.column
+        if self.kind == "instant" and not self.string:
+            return col >= F.timestamp_micros(F.lit(int(micros)))
+        if self.kind != "integer":
+            return None
+        if self.unit == "ns":
+            return col >= F.lit(int(micros) * 1000) if abs(micros) < (2**63 - 1) // 1000 else None
+        per = _MICROS_PER[self.unit]
+        return col >= F.lit(-(-int(micros) // per))
+
     def restore(self, micros: Column) -> Column:
         """Microseconds back to the column's own kind (see the module docstring).
 
