@@ -339,7 +339,7 @@ def run_operator(
     # one projection (each DataFrame call is an analysis in the JVM)
     restored = {name for name, kind in job.schema if kind == "timestamp"}
     return out.select(*[clock.restore(F.col(field.name)).alias(field.name)
-                        if field.name in restored else F.col(field.name)
+                        if field.name in restored else field.name
                         for field in schema.fields])
 
 
@@ -608,7 +608,8 @@ def row_json(df: DataFrame, *, own_only: bool = True) -> Column:
     >>> df.select(row_json(df)).first()[0], df.select(row_json(df, own_only=False)).first()[0]
     ('{"x":1,"s":"a"}', '{"x":1,"s":"a","wk_code":2}')
     """
-    return F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns
+    # quoted names, not F.col: each pyspark function call costs many py4j round trips
+    return F.to_json(F.struct(*[f"`{c}`" for c in df.columns
                                 if not (own_only and c.startswith(INTERNAL_PREFIX))]))
 
 

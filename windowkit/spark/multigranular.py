@@ -312,9 +312,9 @@ def _batch_cells(df: DataFrame, micros: Column, key_col: Column, number: Column,
              .groupBy(_KEY, _GRANULE, _MALFORMED_ID, _DETAIL)
              .agg(*[F.expr(_CELL_AGGREGATES[c]).alias(c) for c in wanted], *sketch)
              .withColumn(_T_US, end))
-    inputs = {c: F.col(c).cast("double") for c in wanted}
+    inputs = {c: F.expr(f"CAST({c} AS DOUBLE)") for c in wanted}
     if config.distinct:
-        inputs[CELL_HLL] = F.col(CELL_HLL)
+        inputs[CELL_HLL] = F.expr(CELL_HLL)
     return _run_cells(cells, factory, schema, inputs, shards)
 
 
@@ -378,8 +378,10 @@ def _finish(out: DataFrame, df: DataFrame, by: str | None, schema,
         key = key.cast(df.schema[by].dataType)
         renamed[KEY] = by
     names = [n for n, _ in schema] + [REJECTED, DETAIL_OUT]
-    return out.select(*[(key if n == KEY else F.col(n)).alias(renamed.get(n, n))
-                        for n in names])
+    # plain names and SQL text: a Column built by a pyspark function costs many py4j calls
+    return out.select(*[key.alias(renamed[n]) if n == KEY and n in renamed else key
+                        if n == KEY else F.expr(f"`{n}` AS `{renamed[n]}`") if n in renamed
+                        else n for n in names])
 
 
 def _number(col: Column) -> Column:
