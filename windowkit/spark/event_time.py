@@ -161,7 +161,8 @@ def event_time(df: DataFrame, time: str | Column, time_unit: str | None = None) 
     """
     col = F.col(time) if isinstance(time, str) else time
     name = time if isinstance(time, str) else str(col)
-    dtype = df.select(col).schema.fields[0].dataType
+    dtype = (df.schema[time].dataType if isinstance(time, str) and time in df.columns
+             else df.select(col).schema.fields[0].dataType)  # the former without an analysis
     if time_unit is not None and time_unit not in TIME_UNITS:
         msg = f"`time_unit` must be one of {', '.join(TIME_UNITS)}; got {time_unit!r}"
         raise ValueError(msg)

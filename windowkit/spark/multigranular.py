@@ -265,10 +265,10 @@ def recurring_items(
         b0, t0 = effective.finest_slide, effective.origin
         cells = (base.withColumn(_GRANULE, _granule(t0, b0))
                  .groupBy(_KEY, _ITEM, _GRANULE, _MALFORMED_ID, _DETAIL)
-                 .agg(F.count(F.lit(1)).alias("cell_n"))
-                 .withColumn(_T_US, F.lit(t0) + F.col(_GRANULE) * F.lit(b0)))
+                 .agg(F.count(F.lit(1)).alias("cell_n")))
         out = _run_cells(cells, factory, schema,
-                         {"item": F.col(_ITEM), "cell_n": F.col("cell_n")}, shards)
+                         {"item": F.expr(_ITEM), "cell_n": F.expr("cell_n")}, shards,
+                         F.expr(_granule_end(t0, b0)))
     return _finish(out, df, by, schema)
 
 
@@ -310,12 +310,11 @@ def _batch_cells(df: DataFrame, micros: Column, key_col: Column, number: Column,
         columns["wk_dt"] = F.expr(f"cast({_T_US} - ({_granule_end(t0, b0)}) as double)")
     cells = (base.withColumns(columns)
              .groupBy(_KEY, _GRANULE, _MALFORMED_ID, _DETAIL)
-             .agg(*[F.expr(_CELL_AGGREGATES[c]).alias(c) for c in wanted], *sketch)
-             .withColumn(_T_US, end))
+             .agg(*[F.expr(_CELL_AGGREGATES[c]).alias(c) for c in wanted], *sketch))
     inputs = {c: F.expr(f"CAST({c} AS DOUBLE)") for c in wanted}
     if config.distinct:
         inputs[CELL_HLL] = F.expr(CELL_HLL)
-    return _run_cells(cells, factory, schema, inputs, shards)
+    return _run_cells(cells, factory, schema, inputs, shards, end)
 
 
 #: Each cell column as a SQL aggregate of the granule's rows (text: one py4j call per column).
@@ -350,13 +349,13 @@ def _with_malformed(df: DataFrame, good: Column, key_col: Column, micros: Column
 
 
 def _run_cells(cells: DataFrame, factory, schema, inputs: dict[str, Column],
-               shards: int | None) -> DataFrame:
-    """Run the operator over the cells; the malformed rows among them are reported with
-    their JSON."""
+               shards: int | None, end: Column) -> DataFrame:
+    """Run the operator over the cells, each at its granule's ``end`` instant (µs); the
+    malformed rows among them are reported with their JSON."""
+    detail = F.expr(_DETAIL)
     job = OperatorJob(factory=factory, schema=schema, inputs=inputs,
-                      valid=F.col(_DETAIL).isNull(), detail=F.col(_DETAIL))
-    return run_operator(cells, job, time=F.timestamp_micros(F.col(_T_US)), key=_KEY,
-                        shards=shards)
+                      valid=detail.isNull(), detail=detail)
+    return run_operator(cells, job, time=F.timestamp_micros(end), key=_KEY, shards=shards)
 
 
 def _good(valid: Column, micros: Column, key_col: Column) -> Column:
@@ -392,7 +391,8 @@ def _number(col: Column) -> Column:
 
 def _micros(df: DataFrame, time: str | Column, unit: str | None) -> Column:
     col = F.col(time) if isinstance(time, str) else time
-    dtype = df.select(col).schema.fields[0].dataType
+    dtype = (df.schema[time].dataType if isinstance(time, str) and time in df.columns
+             else df.select(col).schema.fields[0].dataType)  # the former without an analysis
     if isinstance(dtype, T.IntegralType):
         if unit is None:
             msg = ("`time_unit` is required for an integer `time` column (one of 's', 'ms', "
