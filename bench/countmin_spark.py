@@ -8,7 +8,10 @@ end of the input; issue #16, point 7). Timed: the whole job from the Parquet fil
 coordinator's merged sketch on the driver (``merge_count_min(windowed_count_min(...)).first()``;
 Splitter's includes the small job that finds the input's last position; the mergeable variants
 count each site's rows in the JVM, then sketch each input partition's rows of the last two
-windows where they are read and merge the parts, with no shuffle of rows).
+windows where they are read and merge the parts, with no shuffle of rows; the file is in time
+order, so the scan finds those rows by its row groups' statistics and skips the others: the
+"rows not in time order" row times the same job on the same rows shuffled, where no row group
+can be skipped).
 Two last rows time floors. "rows shuffled to sites": any path that keeps each site's rows in
 order (Splitter's) ships every row to its site's task (the same ``xxhash64`` routing, one task
 per site) and into Python, where they are only counted. "every row's site counted in the
@@ -42,15 +45,20 @@ from windowkit.datasets.countmin_streams import zipf_ids
 from windowkit.spark.adapter import shard_task
 
 EPSILON, DELTA, WINDOW, SHARDS = 0.001, 1 / 16, 1_000_000, 2
+SHUFFLED = "DistCM proportional, rows not in time order"
 FLOOR = "floor: rows shuffled to sites, no sketch"
 SITES_FLOOR = "floor: every row's site counted in the JVM"
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def write_input(rows: int, folder: str) -> str:
+def write_input(rows: int, folder: str, shuffled: bool = False) -> str:
+    """The rows in time order (row groups of 1 M consecutive positions), or the same rows
+    ``shuffled`` (every row group then spans the whole stream)."""
     items = zipf_ids(rows, 1_000_000, alpha=1.0, seed=42)
     pdf = pd.DataFrame({"item": items.astype("int64"), "t": pd.RangeIndex(rows).to_numpy()})
-    path = os.path.join(folder, "zipf.parquet")
+    if shuffled:
+        pdf = pdf.sample(frac=1.0, random_state=3)
+    path = os.path.join(folder, "zipf_shuffled.parquet" if shuffled else "zipf.parquet")
     pdf.to_parquet(path, index=False, row_group_size=1_000_000)
     return path
 
@@ -134,15 +142,18 @@ def main() -> None:
                               quiet=True)
     with tempfile.TemporaryDirectory() as folder:
         path = write_input(args.rows, folder)
+        shuffled = write_input(args.rows, folder, shuffled=True)
         cases = [("Spark count_min_sketch (no window)", None, None)]
         for algorithm in ("splitter", "proportional", "simple"):
             cases.append((f"DistCM {algorithm}, default cadence", algorithm, None))
+        cases.append((SHUFFLED, "proportional", None))
         cases.append((FLOOR, "floor", None))
         cases.append((SITES_FLOOR, "sites", None))
         # warm-up: JVM, Python workers, numba caches (not timed)
         time_spark_cms(spark, path)
         for algorithm in ("splitter", "proportional", "simple"):
             time_distcm(spark, path, algorithm, None)
+        time_distcm(spark, shuffled, "proportional", None)
         seconds: dict[str, list[float]] = {name: [] for name, _, _ in cases}
         for _ in range(args.runs):
             for name, algorithm, every in cases:
@@ -153,7 +164,8 @@ def main() -> None:
                 elif algorithm == "sites":
                     seconds[name].append(time_sites_floor(spark, path))
                 else:
-                    seconds[name].append(time_distcm(spark, path, algorithm, every))
+                    source = shuffled if name == SHUFFLED else path
+                    seconds[name].append(time_distcm(spark, source, algorithm, every))
                 print(f"  {name}: {seconds[name][-1]:.1f} s", flush=True)
     spark.stop()
 
