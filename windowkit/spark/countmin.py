@@ -80,7 +80,7 @@ from windowkit.spark.adapter import (
     row_json,
     run_operator,
 )
-from windowkit.spark.event_time import TimeUnit, event_time
+from windowkit.spark.event_time import TimeUnit, column_type, event_time
 
 Algorithm = Literal["splitter", "proportional", "simple", "perfect"]
 """The windowed variants: ``"splitter"``, ``"proportional"``, ``"simple"``, ``"perfect"``."""
@@ -144,15 +144,10 @@ def item_key(col: str | Column, dtype: T.DataType | None = None) -> Column:
     return F.xxhash64(column)
 
 
-def _column_type(df: DataFrame, col: str | Column) -> T.DataType:
-    column = F.col(col) if isinstance(col, str) else col
-    return df.select(column).schema.fields[0].dataType
-
-
 def _is_sequence(df: DataFrame, time: str | Column | None, time_unit: str | None) -> bool:
     """Whether ``time`` is an integer sequence number (no ``time_unit``): its own position."""
     return (time is not None and time_unit is None
-            and isinstance(_column_type(df, time), T.IntegralType))
+            and isinstance(column_type(df, time), T.IntegralType))
 
 
 def count_min_sites(
@@ -199,7 +194,7 @@ def _prepare(
     shards: int, unit: str, time_unit: str | None,
 ) -> tuple[DataFrame, Column, Column]:
     """``(df with the µs step column _POS, item_key, shard)``; see :func:`count_min_sites`."""
-    key = item_key(item, _column_type(df, item))
+    key = item_key(item, column_type(df, item))
     if unit == "ticks":
         if time is None:
             msg = "`time` is required with unit='ticks'"
@@ -232,7 +227,7 @@ def _prepare(
     if by is None:
         site = F.pmod(F.xxhash64(F.col(_POS), key), F.lit(shards))
     else:
-        site = F.pmod(item_key(by, _column_type(df, by)), F.lit(shards))
+        site = F.pmod(item_key(by, column_type(df, by)), F.lit(shards))
     return df, key, site.cast("int")
 
 
@@ -811,7 +806,7 @@ def estimate_frequency(
         cm = _decoded(blob)
         return pd.Series(cm.estimate(keys.to_numpy().astype(np.int64)), index=keys.index)
 
-    key = item_key(item, _column_type(items, item))
+    key = item_key(item, column_type(items, item))
     return items.withColumn(name, F.when(F.col(item).isNotNull(), _estimate(key)))
 
 

@@ -133,6 +133,23 @@ def _seconds_micros(ntz: Column) -> Column:
     return (F.date_part(F.lit("SECOND"), ntz) * 1_000_000).cast("long")
 
 
+def column_type(df: DataFrame, column: str | Column) -> T.DataType:
+    """The type of a column of ``df``, or of an expression over it.
+
+    A column named as it is reads the DataFrame's cached schema; anything else is analysed.
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(1,)], "t long")
+    >>> column_type(df, "t"), column_type(df, F.col("t").cast("string"))
+    (LongType(), StringType())
+    """
+    if isinstance(column, str) and column in df.columns:
+        return df.schema[column].dataType
+    expr = F.col(column) if isinstance(column, str) else column
+    return df.select(expr).schema.fields[0].dataType
+
+
 def event_time(df: DataFrame, time: str | Column, time_unit: str | None = None) -> EventTime:
     """Classify ``df``'s time column; raise ``ValueError`` naming ``time_unit`` if it is wrong.
 
@@ -161,8 +178,7 @@ def event_time(df: DataFrame, time: str | Column, time_unit: str | None = None) 
     """
     col = F.col(time) if isinstance(time, str) else time
     name = time if isinstance(time, str) else str(col)
-    dtype = (df.schema[time].dataType if isinstance(time, str) and time in df.columns
-             else df.select(col).schema.fields[0].dataType)  # the former without an analysis
+    dtype = column_type(df, time)
     if time_unit is not None and time_unit not in TIME_UNITS:
         msg = f"`time_unit` must be one of {', '.join(TIME_UNITS)}; got {time_unit!r}"
         raise ValueError(msg)

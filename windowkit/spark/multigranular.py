@@ -55,6 +55,7 @@ from windowkit.spark.adapter import (
     run_operator,
     user_column,
 )
+from windowkit.spark.event_time import column_type
 
 TIME_UNITS = {"s": 1_000_000, "ms": 1_000, "us": 1}
 _T_US = "wk_mg_t"
@@ -377,10 +378,14 @@ def _finish(out: DataFrame, df: DataFrame, by: str | None, schema,
         key = key.cast(df.schema[by].dataType)
         renamed[KEY] = by
     names = [n for n, _ in schema] + [REJECTED, DETAIL_OUT]
-    # plain names and SQL text: a Column built by a pyspark function costs many py4j calls
-    return out.select(*[key.alias(renamed[n]) if n == KEY and n in renamed else key
-                        if n == KEY else F.expr(f"`{n}` AS `{renamed[n]}`") if n in renamed
-                        else n for n in names])
+
+    def column(name: str) -> str | Column:
+        # plain names and SQL text: a Column built by a pyspark function costs py4j calls
+        if name == KEY:
+            return key.alias(renamed[KEY]) if KEY in renamed else key
+        return F.expr(f"`{name}` AS `{renamed[name]}`") if name in renamed else name
+
+    return out.select(*[column(n) for n in names])
 
 
 def _number(col: Column) -> Column:
@@ -391,8 +396,7 @@ def _number(col: Column) -> Column:
 
 def _micros(df: DataFrame, time: str | Column, unit: str | None) -> Column:
     col = F.col(time) if isinstance(time, str) else time
-    dtype = (df.schema[time].dataType if isinstance(time, str) and time in df.columns
-             else df.select(col).schema.fields[0].dataType)  # the former without an analysis
+    dtype = column_type(df, time)
     if isinstance(dtype, T.IntegralType):
         if unit is None:
             msg = ("`time_unit` is required for an integer `time` column (one of 's', 'ms', "

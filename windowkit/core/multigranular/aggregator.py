@@ -443,15 +443,13 @@ class MultiGranularAggregator(ChainOperator):
             "window_end": tc + 1,
         }
         with np.errstate(divide="ignore", invalid="ignore"):
-            values = {
-                "count": lambda: n.astype(np.int64), "sum": lambda: c[:, SUM],
-                "mean": lambda: c[:, SUM] / n, "min": lambda: c[:, MIN],
-                "max": lambda: c[:, MAX],
-                "variance": lambda: np.where(n > 1, c[:, SVV] / (n - 1), np.nan),
-                "stddev": lambda: np.sqrt(values["variance"]()),
-            }
+            values = {"count": n.astype(np.int64), "sum": c[:, SUM], "mean": c[:, SUM] / n,
+                      "min": c[:, MIN], "max": c[:, MAX]}
+            if {"variance", "stddev"} & set(self.config.aggregates):  # full cells only
+                values["variance"] = np.where(n > 1, c[:, SVV] / (n - 1), np.nan)
+                values["stddev"] = np.sqrt(values["variance"])
             for a in self.config.aggregates:
-                cols[a] = values[a]()
+                cols[a] = values[a]
             if self.config.regression:
                 slope_us = np.where(c[:, STT] > 0, c[:, STV] / c[:, STT], np.nan)
                 cols["slope"] = slope_us * 1e6

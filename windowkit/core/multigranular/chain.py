@@ -75,25 +75,21 @@ def _grow(out_i, out_f, out_x, m):  # pragma: no cover - compiled
     return i2, f2, x2
 
 
-@numba.njit(cache=True, inline="always")
-def _wrap(i, cap):  # pragma: no cover - compiled
-    """``i mod cap`` for ``0 <= i < 2 cap``: a ring index without a division."""
-    return i - cap if i >= cap else i
-
-
+# The helpers below are inlined into run_chain: a numba call passing this many arrays costs
+# about as much as the helper's work (run_chain 0.16 -> 0.11 s on 360,000 cells).
 @numba.njit(cache=True, inline="always")
 def _push(ring, ring_end, head, size, s, k, end, cell, lay_s, off, cap, b0):  # pragma: no cover
     """Append (or merge into the tail) a cell ending at finest granule ``end`` at level k."""
-    e2 = end if lay_s[k] == 1 else -((-end) // lay_s[k]) * lay_s[k]
+    e2 = -((-end) // lay_s[k]) * lay_s[k]
     shift = float((end - e2) * b0)
     if size[s, k] > 0:
-        tail = _wrap(head[s, k] + size[s, k] - 1, cap[k])
-        if ring_end[s, off[k] + tail] == e2:
-            merge_into(ring[s, off[k] + tail], cell, shift)
+        tail = off[k] + (head[s, k] + size[s, k] - 1) % cap[k]
+        if ring_end[s, tail] == e2:
+            merge_into(ring[s, tail], cell, shift)
             return 0
     if size[s, k] == cap[k]:
         return 1
-    pos = off[k] + _wrap(head[s, k] + size[s, k], cap[k])
+    pos = off[k] + (head[s, k] + size[s, k]) % cap[k]
     ring[s, pos, 0] = 0.0
     merge_into(ring[s, pos], cell, shift)
     ring_end[s, pos] = e2
@@ -127,7 +123,6 @@ def run_chain(c_slot, c_g, cells, frontier_g, ring, ring_end, head, size, last_g
     n_cells = c_slot.shape[0]
     n_keys = last_g.shape[0]
     touched = np.zeros(n_keys, dtype=np.bool_)
-    due = np.empty(n_levels, dtype=np.int64)
     key_index = 0
     while True:
         # the next key: one with cells, else (after the cells) every other key
@@ -147,7 +142,6 @@ def run_chain(c_slot, c_g, cells, frontier_g, ring, ring_end, head, size, last_g
             key_index += 1
             j = i
         touched[s] = True
-        fresh = False  # whether due[] holds this key's next slides
         targets_end = j - i + 1
         for q in range(targets_end):
             is_cell = q < j - i
@@ -165,14 +159,10 @@ def run_chain(c_slot, c_g, cells, frontier_g, ring, ring_end, head, size, last_g
             # step the chain through every instant in (done_g, target] where something is due
             if last_g[s] != NONE:
                 c = done_g[s]
-                if not fresh:  # each level's next slide after c (divisions once per key)
-                    for k in range(n_levels):
-                        due[k] = (c // lay_r[k] + 1) * lay_r[k]
-                    fresh = True
                 while True:
                     gn = np.iinfo(np.int64).max
                     for k in range(n_levels):
-                        nm = due[k]
+                        nm = (c // lay_r[k] + 1) * lay_r[k]
                         if (size[s, k] > 0 or nm < last_g[s] + lay_n[k]) and nm < gn:
                             gn = nm
                     if gn > target:
@@ -186,7 +176,6 @@ def run_chain(c_slot, c_g, cells, frontier_g, ring, ring_end, head, size, last_g
                     m = _fill(s, gn, top, ring, ring_end, head, size, last_g, lay_n, off, cap,
                               weights, b0, acc, part, out_i, out_f, out_x, m, full)
                     c = gn
-                    _advance_due(due, c, lay_r)
             if done_g[s] == NONE or target > done_g[s]:
                 done_g[s] = target
             if is_cell:
@@ -203,21 +192,8 @@ def run_chain(c_slot, c_g, cells, frontier_g, ring, ring_end, head, size, last_g
                 m = _fill(s, g, top, ring, ring_end, head, size, last_g, lay_n, off, cap,
                           weights, b0, acc, part, out_i, out_f, out_x, m, full)
                 done_g[s] = g
-                if fresh:
-                    _advance_due(due, g, lay_r)
         i = j
     return out_i, out_f, out_x, m, 0
-
-
-@numba.njit(cache=True, inline="always")
-def _advance_due(due, c, lay_r):  # pragma: no cover - compiled
-    """Keep ``due[k]`` the first slide of level k after instant ``c``: a level that slid at
-    ``c`` moves one slide on; one left further behind (idle levels) is recomputed."""
-    for k in range(due.shape[0]):
-        if due[k] == c:
-            due[k] = c + lay_r[k]
-        elif due[k] < c:
-            due[k] = (c // lay_r[k] + 1) * lay_r[k]
 
 
 @numba.njit(cache=True, inline="always")
@@ -239,7 +215,7 @@ def _slide(s, G, ring, ring_end, head, size, lay_n, lay_r, lay_s, off, cap,
                 if _push(ring, ring_end, head, size, s, k + 1, ring_end[s, pos], ring[s, pos],
                          lay_s, off, cap, b0):
                     return -1
-            head[s, k] = _wrap(head[s, k] + 1, cap[k])
+            head[s, k] = (head[s, k] + 1) % cap[k]
             size[s, k] -= 1
     return top
 
@@ -269,18 +245,18 @@ def _fill(s, G, top, ring, ring_end, head, size, last_g, lay_n, off, cap, weight
             part[MIN] = np.inf
             part[MAX] = -np.inf
             for q in range(size[s, k]):
-                pos = off[k] + _wrap(head[s, k] + q, cap[k])
-                part[N] += ring[s, pos, N]
-                part[SUM] += ring[s, pos, SUM]
-                part[MIN] = min(part[MIN], ring[s, pos, MIN])
-                part[MAX] = max(part[MAX], ring[s, pos, MAX])
+                cell = ring[s, off[k] + (head[s, k] + q) % cap[k]]
+                part[N] += cell[N]
+                part[SUM] += cell[SUM]
+                part[MIN] = min(part[MIN], cell[MIN])
+                part[MAX] = max(part[MAX], cell[MAX])
             acc[N] += part[N]
             acc[SUM] += part[SUM]
             acc[MIN] = min(acc[MIN], part[MIN])
             acc[MAX] = max(acc[MAX], part[MAX])
         else:
             for q in range(size[s, k]):
-                pos = off[k] + _wrap(head[s, k] + q, cap[k])
+                pos = off[k] + (head[s, k] + q) % cap[k]
                 merge_into(part, ring[s, pos], float((ring_end[s, pos] - G) * b0))
             merge_into(acc, part, 0.0)
         if part[N] == 0.0:
