@@ -215,7 +215,7 @@ def test_packed_rows_come_back_unchanged_from_a_compressed_payload():
         "key": [f"host-{i % 50}" for i in range(n)],
         "time": pa.array(np.arange(n, dtype=np.int64) * 1_000_000),
         "value": pa.array(rng.normal(size=n)), SHARD: pa.array(shard)})
-    packed = list(_pack_rows([7, 9], iter([batch])))
+    packed = list(_pack_rows([7, 9], False, iter([batch])))
     assert len(packed) == 1 and packed[0].column(SHARD).to_pylist() == [7, 9]
     rows = batch.drop_columns([SHARD])
     for index, blob in enumerate(packed[0].column(PAYLOAD).to_pylist()):

@@ -47,7 +47,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from windowkit.core.durations import to_micros
-from windowkit.core.operator import KEY, TIME, EventTimeRunner, StreamOperator, empty_frame
+from windowkit.core.operator import KEY, TIME, EventTimeRunner, StreamOperator
 from windowkit.core.validation import check_int
 from windowkit.spark.event_time import event_time
 from windowkit.spark.processor import ORIGINAL_PREFIX
@@ -307,7 +307,8 @@ def run_operator(
         # partition `repartition(shards, route)` would give (Spark's hash, modulo shards), and
         # the watermark, defined above on the rows themselves, is unchanged by the packing.
         group_ids = spread_group_ids(shards)
-        packed = prepared.mapInArrow(functools.partial(_pack_rows, group_ids), PACKED_SCHEMA)
+        packed = prepared.mapInArrow(
+            functools.partial(_pack_rows, group_ids, watermarked == EVENT_TIME), PACKED_SCHEMA)
         out = packed.groupBy(SHARD).transformWithStateInPandas(
             statefulProcessor=_RunnerProcessor(job.factory, job.shipped(),
                                                job.folded, _own_watermark_delay(df, late),
@@ -354,14 +355,12 @@ def _run_partition(
 ) -> Iterator[pa.RecordBatch]:
     """One task of a batch job: every shard it holds gets a runner; the input ends here."""
     arrow_schema = _arrow_schema(schema)
-    operator_schema = factory().output_schema
     parts: dict[int, list[pa.RecordBatch]] = {}
     for batch in batches:
         for shard, part in _split_by_shard(batch):
             good, rejected = _take_rejected(part, shipped, has_flags)
             if len(rejected):
-                yield _to_arrow(empty_frame(operator_schema), rejected, operator_schema, shard,
-                                arrow_schema)
+                yield _to_arrow(rejected[[REJECTED, DETAIL_OUT]], shard, arrow_schema)
             parts.setdefault(shard, []).append(good)
     for shard, pieces in parts.items():
         runner = EventTimeRunner(factory())
@@ -369,7 +368,7 @@ def _run_partition(
                                                 categorical))
         for part in (output, runner.finish()):
             if len(part):
-                yield _to_arrow(part, pd.DataFrame(), operator_schema, shard, arrow_schema)
+                yield _to_arrow(part, shard, arrow_schema)
 
 
 def spread_group_ids(shards: int) -> list[int]:
@@ -435,11 +434,12 @@ def spark_hash_int(value: int) -> int:
     return h1 - (1 << 32) if h1 >= 1 << 31 else h1
 
 
-def _pack_rows(group_ids: list[int],
+def _pack_rows(group_ids: list[int], has_event_time: bool,
                batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Streaming input: one row per (input batch, shard) holding the rows as Arrow IPC."""
+    """Streaming input: one row per (input batch, shard) holding the rows as Arrow IPC (an
+    event-time column of the watermark's own is read in the JVM and dropped here)."""
     for batch in batches:
-        if EVENT_TIME in batch.schema.names:  # the watermark's own column: read in the JVM
+        if has_event_time:
             batch = batch.drop_columns([EVENT_TIME])
         shards, payloads = [], []
         for shard, part in _split_by_shard(batch):
@@ -565,28 +565,20 @@ def _arrow_schema(schema: T.StructType) -> pa.Schema:
     return pa.schema([pa.field(f.name, types[type(f.dataType)]) for f in schema.fields])
 
 
-def _to_arrow(
-    output: pd.DataFrame,
-    rejected: pd.DataFrame,
-    schema: list[tuple[str, str]],
-    shard: int,
-    arrow_schema: pa.Schema,
-) -> pa.RecordBatch:
-    if len(rejected):
-        frame = _to_spark_frame(output, rejected, schema, shard)
-        # one thread: a task has a core of its own, and a pool's threads cost more to start
-        # than they save on a task's output
-        return pa.RecordBatch.from_pandas(frame, schema=arrow_schema, preserve_index=False,
-                                          nthreads=1)
-    # Column by column: no padded copy of the frame, and the constant shard and the
-    # null `rejected` and `detail` columns are made by Arrow, not as Python objects.
-    n = len(output)
-    constants = {SHARD_OUT: pa.array(np.full(n, shard, dtype=np.int32)),
-                 REJECTED: pa.nulls(n, pa.string()), DETAIL_OUT: pa.nulls(n, pa.string())}
-    arrays = [constants[f.name].cast(f.type) if f.name in constants
-              else pa.Array.from_pandas(output[f.name], type=f.type)  # NaN is null, as before
-              for f in arrow_schema]
-    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
+def _to_arrow(frame: pd.DataFrame, shard: int, arrow_schema: pa.Schema) -> pa.RecordBatch:
+    """A batch job's output rows, column by column: ``frame``'s columns of the schema (the
+    operator's output, or rejected rows' ``rejected`` and ``detail``), the others null, and
+    the shard. No padded pandas copy; the constant and null columns are made by Arrow."""
+    n = len(frame)
+
+    def column(field: pa.Field) -> pa.Array:
+        if field.name == SHARD_OUT:
+            return pa.array(np.full(n, shard, dtype=np.int32)).cast(field.type)
+        if field.name in frame:
+            return pa.Array.from_pandas(frame[field.name], type=field.type)  # NaN is null
+        return pa.nulls(n, field.type)
+
+    return pa.RecordBatch.from_arrays([column(f) for f in arrow_schema], schema=arrow_schema)
 
 
 def _carriers(own: dict[str, Column], job: OperatorJob) -> dict[str, str]:

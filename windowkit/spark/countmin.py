@@ -693,11 +693,8 @@ def _merged_on_driver(snapshots: DataFrame) -> DataFrame | None:
     for row in rows:
         if row[SHARD] not in latest or row["seq"] > latest[row[SHARD]]["seq"]:
             latest[row[SHARD]] = row
-    if not latest:
-        return good.limit(0).select(*[F.lit(None).cast(t).alias(c) for c, t in (
-            ("shards", "bigint"), ("n_seen", "bigint"))], "time",
-            F.lit(None).cast("double").alias("window_count"),
-            F.lit(None).cast("binary").alias("sketch"))
+    if not latest:  # no snapshot: the Spark merge gives its empty result
+        return None
     chosen = [latest[shard] for shard in sorted(latest)]  # a fixed order of the float sums
     merged = _sum_sketches(pd.Series([r["sketch"] for r in chosen]))
     newest = max(chosen, key=lambda r: (r["wk_order"] is not None, r["wk_order"]))
