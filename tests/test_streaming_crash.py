@@ -63,30 +63,42 @@ def _split(df: pd.DataFrame, n: int) -> list[pd.DataFrame]:
     return [df.iloc[i:i + size] for i in range(0, len(df), size)]
 
 
-def command(input_dir, run_dir) -> list[str]:
-    return [sys.executable, "-m", "windowkit.cli", "frames", "--input", str(input_dir),
-            "--time", "time", "--by", "router", "--when", "loss_rate > 0.003",
-            "--min-duration", "2 rows", "--fragment-every", "4 rows", "--stream",
+#: Each streaming command: its own arguments and the outputs it writes.
+COMMANDS = {
+    "frames": (["frames", "--when", "loss_rate > 0.003", "--min-duration", "2 rows",
+                "--fragment-every", "4 rows"], ("frames", "rejected")),
+    # the multi-granular chains keep their cells in each shard's state
+    "multigranular": (["multigranular", "--value", "loss_rate", "--window",
+                       "RANGES 10 MINUTES, 5 MINUTES SLIDES 5 MINUTES, 1 MINUTE"],
+                      ("reports", "rejected")),
+}
+
+
+def command(name, input_dir, run_dir) -> list[str]:
+    own, _ = COMMANDS[name]
+    return [sys.executable, "-m", "windowkit.cli", *own, "--input", str(input_dir),
+            "--time", "time", "--by", "router", "--stream",
             "--checkpoint", str(run_dir / "ck"), "--output", str(run_dir / "out"),
             "--late", "5 minutes", "--shards", "2", "--master", "local[2]"]
 
 
-def start(input_dir, run_dir, env_extra=None) -> subprocess.Popen:
+def start(name, input_dir, run_dir, env_extra=None) -> subprocess.Popen:
     env = {**os.environ, **(env_extra or {})}
     # its own process group: kill -9 reaches the driver's Python, its JVM and the workers
-    return subprocess.Popen(command(input_dir, run_dir), env=env, start_new_session=True,
+    return subprocess.Popen(command(name, input_dir, run_dir), env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
-def run_to_end(input_dir, run_dir, env_extra=None) -> int:
-    proc = start(input_dir, run_dir, env_extra)
+def run_to_end(name, input_dir, run_dir, env_extra=None) -> int:
+    proc = start(name, input_dir, run_dir, env_extra)
     proc.communicate(timeout=600)
     return proc.returncode
 
 
-def kill_after_micro_batches(input_dir, run_dir, n_batches: int, rng: random.Random) -> None:
+def kill_after_micro_batches(name, input_dir, run_dir, n_batches: int,
+                             rng: random.Random) -> None:
     """Start, wait for ``n_batches`` progress lines, sleep a random moment, kill -9."""
-    proc = start(input_dir, run_dir)
+    proc = start(name, input_dir, run_dir)
     seen = 0
     for line in proc.stderr:
         seen += "micro-batch" in line
@@ -103,21 +115,23 @@ def output_rows(run_dir, name: str) -> pd.DataFrame:
     return df.sort_values(list(df.columns)).reset_index(drop=True)
 
 
-def test_kill_9_and_restart_give_exactly_the_uninterrupted_rows(input_dir, tmp_path):
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_kill_9_and_restart_give_exactly_the_uninterrupted_rows(input_dir, tmp_path, name):
+    outputs = COMMANDS[name][1]
     clean = tmp_path / "clean"
-    assert run_to_end(input_dir, clean) == 0
-    expected = {name: output_rows(clean, name) for name in ("frames", "rejected")}
-    assert len(expected["frames"]) > 10
+    assert run_to_end(name, input_dir, clean) == 0
+    expected = {out: output_rows(clean, out) for out in outputs}
+    assert len(expected[outputs[0]]) > 10
 
     crashed = tmp_path / "crashed"
     rng = random.Random(int(os.environ.get("WINDOWKIT_CRASH_SEED", "0")) or None)
     # 1. killed at a random moment after the first micro-batch
-    kill_after_micro_batches(input_dir, crashed, 1, rng)
+    kill_after_micro_batches(name, input_dir, crashed, 1, rng)
     # 2. killed by itself after writing the first micro-batch it runs and before Spark records
     #    its commit: the restart replays that batch, which must not be written twice
-    code = run_to_end(input_dir, crashed, {KILL_AFTER_WRITE_ENV: "first"})
+    code = run_to_end(name, input_dir, crashed, {KILL_AFTER_WRITE_ENV: "first"})
     assert code == -signal.SIGKILL
     # 3. the restart runs to the end
-    assert run_to_end(input_dir, crashed) == 0
-    for name in ("frames", "rejected"):
-        pd.testing.assert_frame_equal(output_rows(crashed, name), expected[name])
+    assert run_to_end(name, input_dir, crashed) == 0
+    for out in outputs:
+        pd.testing.assert_frame_equal(output_rows(crashed, out), expected[out])
