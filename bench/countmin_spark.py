@@ -6,17 +6,19 @@ items of the whole stream (one global window, whatever the shards); ``local[2]``
 (= 2 DistCM sites, one per core) and the default snapshot cadence (one snapshot per shard at the
 end of the input; issue #16, point 7). Timed: the whole job from the Parquet file to the
 coordinator's merged sketch on the driver (``merge_count_min(windowed_count_min(...)).first()``;
-Splitter's includes the small job that finds the input's last position; the mergeable variants
-count each site's rows in the JVM, then sketch each input partition's rows of the last two
-windows where they are read and merge the parts, with no shuffle of rows; the file is in time
-order, so the scan finds those rows by its row groups' statistics and skips the others: the
-"rows not in time order" row times the same job on the same rows shuffled, where no row group
-can be skipped).
+Splitter's includes the small job that finds the input's last position; Simple and Proportional
+count each site's rows in the JVM, then Spark's own ``count_min_sketch`` sketches the rows of
+the last one or two window blocks per (site, block) in the JVM (windowkit's Spark sketches hash
+with Spark's Count-Min family, so the matrices are the core's), with no shuffle of rows and no
+row reaching Python; the file is in time order, so the scan finds those rows by its row groups'
+statistics and skips the others: the "rows not in time order" row times the same job on the
+same rows shuffled, where no row group can be skipped).
 Two last rows time floors. "rows shuffled to sites": any path that keeps each site's rows in
 order (Splitter's) ships every row to its site's task (the same ``xxhash64`` routing, one task
 per site) and into Python, where they are only counted. "every row's site counted in the
-JVM": the aggregation the mergeable variants start with (each site's rows and last step, the
-site being a hash of every row), before only the rows of the last two windows reach Python.
+JVM": the aggregation the mergeable variants start with (each site's rows and the last step,
+the site being a hash of every row's position), before only the rows of the last windows are
+sketched.
 The peer is Spark's ``count_min_sketch(item, eps, confidence, seed)`` aggregate (the SQL face of
 ``DataFrameStatFunctions.countMinSketch``) on the same DataFrame, JVM sketches per partition
 merged by the aggregation, no window; Spark sizes it ``ceil(2 / eps)`` wide, 2000 columns, so it
@@ -104,7 +106,7 @@ def time_ordered_floor(spark, path: str) -> float:
 
     df = spark.read.parquet(path)
     start = time.perf_counter()
-    site = F.pmod(F.xxhash64(F.col("t") * 1000, F.col("item")), F.lit(SHARDS))
+    site = F.pmod(F.xxhash64(F.col("t") * 1000), F.lit(SHARDS))
     # one task per site, as the adapter partitions explicit shards
     task = shard_task(site, SHARDS)
     shipped = df.select(task.alias("task"), (F.col("t") * 1000).alias("time"), "item")
@@ -119,14 +121,14 @@ def time_sites_floor(spark, path: str) -> float:
     last step, the site a hash of every row (the job's own routing and counting)."""
     from pyspark.sql import functions as F
 
-    from windowkit.spark.countmin import _POS, _prepare, _site_stats
+    from windowkit.spark.countmin import _POS, _prepare, _site_counts
 
     df = spark.read.parquet(path)
     start = time.perf_counter()
     prepared, _, site = _prepare(df, "item", "t", None, SHARDS, "samples", None)
-    stats = _site_stats(prepared, site, F.col(_POS), SHARDS)
+    counts, _ = _site_counts(prepared, site, F.col(_POS), SHARDS)
     elapsed = time.perf_counter() - start
-    assert sum(n for n, _ in stats.values()) == df.count()
+    assert sum(counts.values()) == df.count()
     return elapsed
 
 
@@ -166,7 +168,7 @@ def main() -> None:
                 else:
                     source = shuffled if name == SHUFFLED else path
                     seconds[name].append(time_distcm(spark, source, algorithm, every))
-                print(f"  {name}: {seconds[name][-1]:.1f} s", flush=True)
+                print(f"  {name}: {seconds[name][-1]:.2f} s", flush=True)
     spark.stop()
 
     peer = args.rows / statistics.median(seconds[cases[0][0]])
@@ -178,7 +180,7 @@ def main() -> None:
     for name, algorithm, every in cases:
         med = statistics.median(seconds[name])
         rate = args.rows / med
-        print(f"{name:42s} {med:9.1f} {rate / 1e6:9.2f} {rate / peer:12.2f}")
+        print(f"{name:42s} {med:9.2f} {rate / 1e6:9.2f} {rate / peer:12.2f}")
         rows.append({"job": name, "algorithm": algorithm, "snapshot_every": every,
                      "seconds": seconds[name], "median_s": med, "rows_per_s": rate,
                      "ratio_to_spark_cms": rate / peer})

@@ -44,7 +44,7 @@ def test_dimensions_follow_the_paper():
 
 def test_kernel_key_mixing_equals_hash64():
     values = np.array([0, 1, -1, 2**62, -(2**63), 12345], dtype=np.int64)
-    keys, mix = _hashing.prepare(values, seed=11)
+    keys, mix = _hashing.prepare(values, CountMinConfig(1, 8, seed=11))
     assert mix
     assert np.array_equal(_mix_keys(keys, _hashing.seed_mix(11)), hash64(values, seed=11))
 
@@ -125,11 +125,14 @@ def test_vanilla_merge_equals_union_and_refuses_mismatch():
     union.update(["x", "y", 3, "y", 4])
     a.merge(b)
     assert a == union
-    with pytest.raises(ValueError, match=r"self has CountMinConfig\(depth=2, width=40, seed=1\), "
-                       r"other has CountMinConfig\(depth=2, width=40, seed=2\)"):
+    with pytest.raises(ValueError, match=r"self has CountMinConfig\(depth=2, width=40, seed=1, "
+                       r"hashing='multiply-shift'\), other has CountMinConfig\(depth=2, width=40, "
+                       r"seed=2, hashing='multiply-shift'\)"):
         a.merge(CountMin(2, 40, seed=2))
     with pytest.raises(ValueError, match="width=41"):
         a.merge(CountMin(2, 41, seed=1))
+    with pytest.raises(ValueError, match="hashing='spark'"):
+        a.merge(CountMin(2, 40, seed=1, hashing="spark"))
     with pytest.raises(ValueError, match="itself"):
         a.merge(a)
 

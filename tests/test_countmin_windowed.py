@@ -11,10 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from windowkit.core.sketches import (
+    CountMin,
+    CountMinConfig,
     PerfectWindowCM,
     ProportionalWindowCM,
     SimpleWindowCM,
     SplitterWindowCM,
+    _hashing,
 )
 from windowkit.reference.count_min import (
     EagerPerfect,
@@ -46,13 +49,15 @@ def scenarios(draw, max_len: int = 160):
         ticks = sorted(draw(st.lists(st.integers(0, 3 * window + 4), min_size=len(items),
                                      max_size=len(items))))
     cuts = sorted(draw(st.lists(st.integers(0, len(items)), max_size=4)))
+    hashing = draw(st.sampled_from(["multiply-shift", "spark"]))
     return {
         "items": np.array(items, dtype=np.int64),
         "ticks": None if ticks is None else np.array(ticks, dtype=np.int64),
         "window": window,
         "depth": draw(st.integers(1, 3)),
         "width": draw(st.integers(1, 8)),
-        "seed": draw(st.integers(0, 2**32)),
+        "seed": draw(st.integers(0, 2**31 - 1 if hashing == "spark" else 2**32)),
+        "hashing": hashing,
         "unit": unit,
         "cuts": cuts,
         "extra": draw(st.integers(0, 2 * window)) if unit == "ticks" else 0,
@@ -64,7 +69,7 @@ def scenarios(draw, max_len: int = 160):
 def build(cls, sc, cuts=None):
     params = {"tau": sc["tau"], "mu": sc["mu"]} if cls is SplitterWindowCM else {}
     sketch = cls(sc["window"], depth=sc["depth"], width=sc["width"], seed=sc["seed"],
-                 unit=sc["unit"], **params)
+                 unit=sc["unit"], hashing=sc["hashing"], **params)
     cuts = sc["cuts"] if cuts is None else cuts
     bounds = [0, *cuts, len(sc["items"])]
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
@@ -169,7 +174,8 @@ def test_merge_of_time_based_shards_equals_sketch_of_union(cls, sc, other, data)
     ticks = np.concatenate([sc["ticks"], other_ticks]).astype(np.int64)
     order = np.argsort(ticks, kind="stable")
     union = build(cls, {**sc, "items": items[order], "ticks": ticks[order], "cuts": []})
-    empty = cls(sc["window"], depth=sc["depth"], width=sc["width"], seed=sc["seed"], unit="ticks")
+    empty = cls(sc["window"], depth=sc["depth"], width=sc["width"], seed=sc["seed"], unit="ticks",
+                hashing=sc["hashing"])
     b_then_a = copy.deepcopy(b)
     b_then_a.merge(copy.deepcopy(a))
     a.merge(b)
@@ -264,3 +270,67 @@ def test_estimates_never_negative_after_a_burst_leaves():
         s.update(np.zeros(100, dtype=np.int64))
         s.update(np.arange(1, 151))
         assert (s.estimate(np.arange(0, 151)) >= 0).all()
+
+
+@pytest.mark.parametrize("cls", (SimpleWindowCM, ProportionalWindowCM))
+@FAST
+@given(sc=scenarios())
+def test_block_counts_loaded_equal_the_sketch_of_the_samples(cls, sc):
+    """What the Spark layer does with per-block matrices built in the JVM: the state is the one
+    the samples give when updated in order."""
+    whole = build(cls, sc)
+    items = sc["items"]
+    steps = np.arange(len(items)) if sc["ticks"] is None else sc["ticks"]
+    blocks = {}
+    for b in np.unique(steps // sc["window"]).tolist():
+        part = CountMin(sc["depth"], sc["width"], seed=sc["seed"], hashing=sc["hashing"])
+        part.update(items[steps // sc["window"] == b])
+        blocks[b] = part.counts
+    loaded = cls(sc["window"], depth=sc["depth"], width=sc["width"], seed=sc["seed"],
+                 unit=sc["unit"], hashing=sc["hashing"])
+    loaded.load_blocks(whole.now, blocks, len(items))
+    assert loaded == whole
+    assert np.array_equal(loaded.estimate(np.arange(12)), whole.estimate(np.arange(12)))
+
+
+def test_load_blocks_refuses_a_used_sketch_a_future_block_and_float_counts():
+    s = ProportionalWindowCM(4, depth=1, width=8, unit="ticks")
+    with pytest.raises(ValueError, match="block 3, after the block 1 of now=5"):
+        s.load_blocks(5, {3: np.zeros((1, 8), dtype=np.int64)}, 0)
+    with pytest.raises(ValueError, match="must be integers"):
+        s.load_blocks(5, {1: np.zeros((1, 8))}, 0)
+    with pytest.raises(ValueError, match="shape"):
+        s.load_blocks(5, {1: np.zeros((2, 8), dtype=np.int64)}, 0)
+    s.update([1], ticks=[2])
+    with pytest.raises(ValueError, match="has seen nothing"):
+        s.load_blocks(5, {}, 0)
+
+
+def _java_long(x: int) -> int:
+    x &= 2**64 - 1
+    return x - 2**64 if x >= 2**63 else x
+
+
+def test_spark_family_hashes_a_long_as_sparks_count_min_sketch_does():
+    """Spark's ``CountMinSketchImpl.hash(long item, int i)``, transcribed with Python integers:
+    ``h = hashA[i] * item`` in Java long arithmetic, ``h += h >> 32``, ``h &= 2^31 - 1``,
+    ``(int) h % width``."""
+    rng = np.random.default_rng(5)
+    keys = np.concatenate([rng.integers(-(2**63), 2**63 - 1, 500, dtype=np.int64),
+                           np.array([0, 1, -1, 2**63 - 1, -(2**63)], dtype=np.int64)])
+    for seed, depth, width in ((0, 1, 7), (7, 4, 2719), (2**31 - 1, 3, 2**31 - 1)):
+        cfg = CountMinConfig(depth, width, seed, hashing="spark")
+        cols = cfg.columns(keys)
+        multipliers = _hashing.spark_multipliers(seed, depth).tolist()
+        for r, a in enumerate(multipliers):
+            for j, x in enumerate(keys.tolist()):
+                h = _java_long(a * x)
+                h = _java_long(h + (h >> 32)) & (2**31 - 1)
+                assert cols[r, j] == h % width
+    # mixed batches: an integer among strings hashes as the integer alone
+    cfg = CountMinConfig(2, 50, 3, hashing="spark")
+    assert np.array_equal(cfg.columns(["a", 12, "b"])[:, 1], cfg.columns([12])[:, 0])
+    with pytest.raises(ValueError, match=r"`seed` must be an integer in \[0, 2147483647\]"):
+        CountMinConfig(1, 8, 2**31, hashing="spark")
+    with pytest.raises(ValueError, match="`hashing` must be one of"):
+        CountMinConfig(1, 8, hashing="murmur")

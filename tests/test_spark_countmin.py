@@ -480,10 +480,82 @@ def test_local_snapshots_merge_on_the_driver_without_a_job_like_the_spark_merge(
     sc = spark.sparkContext
     sc.setJobGroup("wk-driver-merge", "merge of local snapshots")
     try:
+        # the very DataFrame the call returned (its rows are known), then one derived from it
+        # that the optimizer still reduces to a local relation
         local = merge_count_min(snaps).collect()
+        derived = merge_count_min(snaps.select("*")).collect()
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
     assert list(sc.statusTracker().getJobIdsForGroup("wk-driver-merge")) == []
     distributed = merge_count_min(snaps.repartition(2)).collect()
     assert [tuple(r) for r in local] == [tuple(r) for r in distributed]
+    assert [tuple(r) for r in derived] == [tuple(r) for r in distributed]
     assert local[0]["shards"] == 3 and local[0]["n_seen"] == 2000
+    times = [r["time"] for r in snaps.filter("rejected IS NULL").collect()]
+    assert len(set(times)) > 1  # each site's snapshot is at its own last row's time
+    assert local[0]["time"] == max(times)
+
+
+@pytest.mark.parametrize(("seed", "depth", "width"), [(0, 1, 1), (7, 4, 2719), (123456, 6, 97),
+                                                      (2**31 - 1, 3, 5000)])
+def test_the_spark_family_builds_the_matrix_sparks_count_min_sketch_builds(spark, seed, depth,
+                                                                           width):
+    # Simple's and Proportional's batch sketches are built by Spark's count_min_sketch in the
+    # JVM and read with the core's "spark" family: the row multipliers must be
+    # java.util.Random's and the matrix the JVM's, cell for cell, for any long key.
+    from pyspark.sql import functions as F
+
+    from windowkit.core.sketches._hashing import spark_multipliers
+    from windowkit.spark.countmin import spark_count_min_counts
+
+    java = spark.sparkContext._jvm.java.util.Random(seed)
+    assert spark_multipliers(seed, depth).tolist() == [java.nextInt(2**31 - 1)
+                                                       for _ in range(depth)]
+    rng = np.random.default_rng(seed % 1000)
+    keys = np.concatenate([rng.integers(-(2**63), 2**63 - 1, 3000, dtype=np.int64),
+                           rng.integers(0, 50, 2000), [0, -1, 2**63 - 1, -(2**63)]])
+    df = spark.createDataFrame(pd.DataFrame({"k": keys.astype(np.int64)}))
+    eps, confidence = 2 / (width - 0.5), 1 - 2.0 ** -(depth - 0.5)
+    blob = df.agg(F.count_min_sketch("k", F.lit(eps), F.lit(confidence), F.lit(seed))).first()[0]
+    core = CountMin(depth, width, seed=seed, hashing="spark")
+    core.update(keys)
+    assert np.array_equal(spark_count_min_counts(bytes(blob), core.config), core.counts)
+    other = CountMin(depth, width, seed=seed + 1 if seed < 2**31 - 1 else 0, hashing="spark")
+    with pytest.raises(ValueError, match="does not hash like"):
+        spark_count_min_counts(bytes(blob), other.config)
+    with pytest.raises(ValueError, match="not a version-1 Spark Count-Min sketch"):
+        spark_count_min_counts(bytes(blob)[:-8], core.config)
+
+
+def test_simple_and_proportional_batch_sketches_never_send_rows_to_python(spark, monkeypatch):
+    # Their matrices come from Spark's count_min_sketch in the JVM; Perfect's rows still go
+    # through Python. A failure in the Python path must not reach the JVM-sketched variants.
+    import windowkit.spark.countmin as cm
+
+    def refuse(*args, **kwargs):
+        msg = "rows sent to Python"
+        raise AssertionError(msg)
+
+    monkeypatch.setattr(cm, "_python_site_sketches", refuse)
+    df = spark.createDataFrame([(i % 5, i) for i in range(300)], "item long, t long")
+    for algorithm in ("simple", "proportional"):
+        snaps = cm.windowed_count_min(df, "item", "t", window=50, shards=2, algorithm=algorithm)
+        assert cm.merge_count_min(snaps).first()["n_seen"] == 300
+    with pytest.raises(AssertionError, match="rows sent to Python"):
+        cm.windowed_count_min(df, "item", "t", window=50, shards=2, algorithm="perfect")
+
+
+def test_sketches_too_deep_for_sparks_confidence_are_made_in_python_alike(spark):
+    # Spark's count_min_sketch takes a confidence 1 - 2**-depth, which a double cannot hold
+    # beyond about 50 rows: past 40 rows Proportional's rows are sketched in Python instead,
+    # with the same snapshots as its core run.
+    from windowkit.spark.countmin import count_min_sites, windowed_count_min
+
+    pdf = pd.DataFrame({"item": zipf_items(1500, 30, seed=14),
+                        "t": np.arange(1500, dtype=np.int64)})
+    params = {"window": 400, "algorithm": "proportional", "epsilon": 0.5, "delta": 1e-13}
+    df = spark.createDataFrame(pdf).repartition(2)
+    out = canonical(windowed_count_min(df, "item", "t", shards=2, **params).toPandas())
+    assert CountMin.from_bytes(out["sketch"].iloc[0]).depth == 44
+    sites = count_min_sites(df, "item", "t", shards=2).toPandas()
+    pd.testing.assert_frame_equal(out, core_snapshots(sites, **params))

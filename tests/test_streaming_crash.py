@@ -67,6 +67,9 @@ def _split(df: pd.DataFrame, n: int) -> list[pd.DataFrame]:
 COMMANDS = {
     "frames": (["frames", "--when", "loss_rate > 0.003", "--min-duration", "2 rows",
                 "--fragment-every", "4 rows"], ("frames", "rejected")),
+    # each site's windowed Count-Min (its matrices, clock and counters) in the shard's state
+    "countmin": (["countmin", "--item", "router", "--unit", "ticks", "--tick", "1 minute",
+                  "--window", "30", "--algorithm", "proportional"], ("snapshots", "rejected")),
     # the multi-granular chains keep their cells in each shard's state
     "multigranular": (["multigranular", "--value", "loss_rate", "--window",
                        "RANGES 10 MINUTES, 5 MINUTES SLIDES 5 MINUTES, 1 MINUTE"],

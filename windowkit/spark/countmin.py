@@ -9,13 +9,15 @@ sums the latest matrix of every site. Here:
   ``mapInArrow`` on batch DataFrames, ``transformWithStateInPandas`` on streaming ones). Its
   output is the snapshot stream: ``shard, seq, n_seen, time, sketch``. On a batch DataFrame
   with the default cadence, the variants whose state is the sum of its parts (``"simple"``,
-  ``"proportional"``, ``"perfect"``) skip the shuffle of rows: each input partition is sketched
-  per site where it is read and the parts are merged (:data:`MERGEABLE`); the snapshots are the
-  same bytes. That path runs when the function is called (a JVM count of each site's rows, then
-  one pass over the rows of the last two windows, which a plain time column lets the file scan
-  find by its statistics: Parquet skips the row groups before them) and returns the snapshots
-  as a small local DataFrame. Splitter's sub-cells are not a sum of parts, so its sites see
-  their rows in order.
+  ``"proportional"``, ``"perfect"``, :data:`MERGEABLE`) skip the shuffle of rows; the snapshots
+  are the same bytes. That path runs when the function is called and returns the snapshots as a
+  small local DataFrame: a JVM count of each site's rows, then one pass over the rows the final
+  window depends on, which a plain time column lets the file scan find by its statistics
+  (Parquet skips the row groups before them). Simple's and Proportional's state is the count
+  matrix of the last one or two window blocks, which Spark's own ``count_min_sketch`` builds in
+  the JVM per (site, block) (:data:`JVM_SKETCHED`); Perfect's rows are sketched per input
+  partition and site in Python and the parts merged. Splitter's sub-cells are not a sum of
+  parts, so its sites see their rows in order.
 * :func:`merge_count_min` is the coordinator: the latest snapshot of each shard
   (:func:`latest_snapshots`), summed by one Spark aggregation into a single Count-Min.
 * :func:`estimate_frequency` and :func:`heavy_hitters` query merged sketches.
@@ -33,8 +35,10 @@ linear). The default number of shards is a constant, not the machine's core coun
 gives the same result on every machine.
 
 Items are hashed in the JVM with ``xxhash64`` (integral columns as ``long``, every other type as
-its string form), so only int64 keys reach Python; the core mixes them with its ``seed`` exactly as
-it mixes any int64 item. Querying therefore hashes the queried items with the same expression.
+its string form), so only int64 keys reach the sketches. Every sketch hashes those keys with
+Spark's Count-Min family (``hashing="spark"``, seeded by ``seed``), the one Spark's
+``count_min_sketch`` uses, so a matrix built in the JVM and one built by the core from the same
+keys are equal cell for cell. Querying hashes the queried items with the same expressions.
 
 Snapshot cadence: by default each shard sends one snapshot at the end of the input (batch) or
 per micro-batch when the watermark moves (stream). ``snapshot_every=s`` adds the paper's periodic
@@ -46,6 +50,7 @@ of the sites' current matrices.
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
@@ -59,12 +64,14 @@ from pyspark.sql import types as T
 from windowkit.core.durations import to_micros
 from windowkit.core.sketches import (
     CountMin,
+    CountMinConfig,
     PerfectWindowCM,
     ProportionalWindowCM,
     SimpleWindowCM,
     SplitterWindowCM,
 )
-from windowkit.core.sketches._window import WindowedCountMin
+from windowkit.core.sketches._hashing import spark_multipliers
+from windowkit.core.sketches._window import WindowConfig, WindowedCountMin
 from windowkit.core.sketches.count_min import estimate_counts
 from windowkit.core.sketches.operator import (
     DEFAULT_DELTA,
@@ -164,8 +171,11 @@ def count_min_sites(
     ``position``.
 
     * ``shard``: the DistCM site of the row, in ``[0, shards)``: ``pmod(xxhash64(by), shards)``
-      if ``by`` is given, else ``pmod(xxhash64(position, item_key), shards)`` (rows spread
-      evenly and deterministically over the sites).
+      if ``by`` is given; else, for ``unit="samples"``, its position in the stream modulo
+      ``shards`` (round robin, as a load balancer would spread the stream; a rejected row with
+      no position goes to site 0), and for ``unit="ticks"`` ``pmod(xxhash64(position),
+      shards)`` (rows of one tick share a site). Deterministic: the same rows give the same
+      sites whatever the partitioning.
     * ``item_key``: :func:`item_key` of ``item``.
     * ``position``: the step the row's sketch update happens at, as int64 microseconds the
       core operator reads as its time. ``unit="ticks"``: the event time in µs. ``unit="samples"``:
@@ -179,7 +189,7 @@ def count_min_sites(
     --------
     >>> df = spark.createDataFrame([("a", 1), ("b", 2)], "item string, t long")
     >>> sorted(r.shard for r in count_min_sites(df, "item", "t", shards=4).collect())
-    [1, 3]
+    [1, 2]
     >>> [r.position for r in count_min_sites(df, "item", "t").collect()]
     [1000, 2000]
     """
@@ -224,8 +234,13 @@ def _prepare(
               .drop("wk_cm_micros"))
     if unit == "samples":
         df = df.withColumn(_POS, F.col(_POS) * F.lit(POSITION_MICROS))
-    if by is None:
-        site = F.pmod(F.xxhash64(F.col(_POS), key), F.lit(shards))
+    if by is None and unit == "samples":
+        # round robin over the stream's positions: no hash to compute, no item column to read
+        # when counting each site's rows (a null position is a rejected row's, sent to site 0)
+        site = F.expr(f"coalesce(pmod({_POS} div {POSITION_MICROS}, {shards}), 0)")
+    elif by is None:
+        # rows at one tick share a site; ticks spread evenly
+        site = F.pmod(F.xxhash64(F.col(_POS)), F.lit(shards))
     else:
         site = F.pmod(item_key(by, column_type(df, by)), F.lit(shards))
     return df, key, site.cast("int")
@@ -325,8 +340,10 @@ def make_operator(
         raise ValueError(msg)
     else:
         tick_micros = POSITION_MICROS  # one tick per position of the global stream
+    # Spark's hash family: Simple's and Proportional's matrices are built in the JVM by Spark's
+    # count_min_sketch on a batch, and every sketch of a job must hash alike to merge
     sketch = ALGORITHMS[algorithm].from_error(epsilon, delta, window=window, seed=seed,
-                                              unit="ticks", **params)
+                                              unit="ticks", hashing="spark", **params)
     return WindowedCountMinOperator(sketch, snapshot_every, tick_micros, end_time)
 
 
@@ -334,11 +351,16 @@ def make_operator(
 
 MERGEABLE = frozenset({"simple", "proportional", "perfect"})
 """Variants whose site state is the sum of its parts: a batch with the default cadence sketches
-each input partition's rows where they are read and merges the parts, with no shuffle of rows."""
+the rows of the last windows without a shuffle of rows, and merges the sketches per site."""
+JVM_SKETCHED = frozenset({"simple", "proportional"})
+"""Mergeable variants whose state is the Count-Min matrix of whole window blocks: on a batch
+with the default cadence, Spark's own ``count_min_sketch`` builds those matrices in the JVM (the
+sketches hash with Spark's family, ``hashing="spark"``, cell for cell alike)."""
 
-_PART_FIELDS = [("wk_site", pa.int32()), ("part", pa.binary())]
+_PART_FIELDS = [("wk_site", pa.int32()), ("part", pa.binary()), ("wk_last", pa.int64())]
 _PART_SCHEMA = T.StructType([T.StructField("wk_site", T.IntegerType()),
-                             T.StructField("part", T.BinaryType())])
+                             T.StructField("part", T.BinaryType()),
+                             T.StructField("wk_last", T.LongType())])
 _SNAPSHOT_SCHEMA = T.StructType([
     T.StructField(SHARD, T.IntegerType()), T.StructField("seq", T.LongType()),
     T.StructField("n_seen", T.LongType()), T.StructField("time", T.LongType()),
@@ -347,43 +369,57 @@ _SNAPSHOT_SCHEMA = T.StructType([
 #: Up to this many sites, the row counts are conditional aggregates of one global aggregation
 #: (no shuffle, no second stage); beyond, a group by site.
 _STATS_BY_CONDITION = 64
+#: Spark's count_min_sketch takes a confidence, ``1 - 2**-depth`` must stay below 1 in a double.
+_JVM_MAX_DEPTH = 40
+_LONG_MIN = -(2**63)
 
 
 def _merged_partials(prepared: DataFrame, key: Column, site: Column, step: Column,
                      factory: Callable[[], WindowedCountMinOperator], shards: int,
-                     lower_bound: Callable[[int], Column | None]) -> DataFrame:
+                     lower_bound: Callable[[int], Column | None], *, in_jvm: bool
+                     ) -> tuple[DataFrame | None, DataFrame, list[tuple[Any, ...]]]:
     """Every site's final snapshot, as the adapter's per-site operator gives it, from sketches
-    of each input partition's rows merged per site; malformed rows set aside in the JVM.
+    of the rows of the last windows, merged per site; malformed rows set aside in the JVM.
+    Returns the snapshots (a local relation, None if there is none), the malformed rows (lazy)
+    and the snapshot rows themselves (``shard, seq, n_seen, time, sketch``, the time as the µs
+    step).
 
-    A time-based window is the sum of its parts: sketching a part's rows in order and merging
-    the parts (lagging clocks moved forward) gives the site's counts of its last window
-    exactly. Two jobs, run now. One aggregation in the JVM counts each site's rows and finds
-    its last step; then only rows of the last two windows before the input's last step reach
-    Python, where each input partition sketches its rows per site, the parts of a site are
-    merged in one group, and the driver moves every site's clock to the input's last step and
-    takes the snapshot. Rows are never shuffled; only the sketches are.
+    A time-based window is the sum of its parts. Two jobs, run now. One aggregation in the JVM
+    counts each site's rows and finds the input's last step. Then only the rows the final
+    window state depends on are read (a plain time column lets the file scan skip the others):
+    for Simple and Proportional, whose state is the count matrix of the last one or two window
+    blocks, Spark's ``count_min_sketch`` sketches each (site, block) in the JVM; for Perfect,
+    each input partition sketches its rows per site in Python and the parts are merged. The
+    driver then moves every site's clock to the input's last step and takes the snapshot. Rows
+    are never shuffled; only sketches are. ``in_jvm``: the variant's matrices may be built by
+    Spark (:data:`JVM_SKETCHED`); beyond 40 rows, Spark's confidence cannot be told apart from 1
+    in a double, and the rows go to Python too.
     """
-    stats = _site_stats(prepared, site, step, shards)
+    counts, end = _site_counts(prepared, site, step, shards)
     snapshots: list[tuple[Any, ...]] = []
-    if stats:
-        end = max(last for _, last in stats.values())
+    if counts:
         template = factory()
-        tick, window = template.tick_micros, template.sketch.config.window
-        # as far back as any variant looks: Proportional's previous block
-        cutoff = max((end // tick - 2 * window + 1) * tick, -(2**63))
+        config = template.sketch.config
+        tick, window = template.tick_micros, config.window
+        end_tick = end // tick
+        in_jvm = in_jvm and config.depth <= _JVM_MAX_DEPTH
+        if isinstance(template.sketch, ProportionalWindowCM):
+            first_tick = (end_tick // window - 1) * window  # the previous block
+        elif isinstance(template.sketch, SimpleWindowCM):
+            first_tick = end_tick // window * window
+        else:
+            first_tick = end_tick - window + 1
+        cutoff = max(first_tick * tick, _LONG_MIN)
+        wanted = step >= F.lit(cutoff)
         # implied by the exact filter, and taken by the file scan (at the clamp: every row)
         skip = lower_bound(cutoff) if cutoff > -(2**62) else None
-        rows = prepared if skip is None else prepared.filter(skip)
-        recent = rows.filter(step >= F.lit(cutoff)).select(
+        recent = prepared.filter(wanted if skip is None else skip & wanted).select(
             site.alias("wk_site"), step.alias("wk_step"), key.alias("wk_item"))
-        parts = recent.mapInArrow(functools.partial(_sketch_partition, factory), _PART_SCHEMA)
-
-        def merge(site_parts: pd.DataFrame) -> pd.DataFrame:
-            return _merge_site_parts(factory, site_parts)
-
-        merged = parts.groupBy("wk_site").applyInPandas(merge, _PART_SCHEMA).collect()
-        sketches = {int(row["wk_site"]): bytes(row["part"]) for row in merged}
-        snapshots = _final_snapshots(factory, stats, sketches, end)
+        if in_jvm:
+            states = _jvm_block_sketches(recent, template.sketch, tick)
+        else:
+            states = _python_site_sketches(recent, factory)
+        snapshots = _final_snapshots(factory, counts, states, end)
     session = prepared.sparkSession
     # from pandas through Arrow: the JVM reads the rows itself (a list would be a Python RDD
     # that every later job unpickles in a Python worker)
@@ -395,22 +431,104 @@ def _merged_partials(prepared: DataFrame, key: Column, site: Column, step: Colum
         site.alias(SHARD), *[F.lit(None).cast(f.dataType).alias(f.name)
                              for f in _SNAPSHOT_SCHEMA.fields[1:5]],
         F.lit("malformed").alias(REJECTED), row_json(prepared).alias(DETAIL_OUT))
-    return rejected if out is None else out.unionByName(rejected)
+    return out, rejected, [r[:5] for r in snapshots]
 
 
-def _site_stats(prepared: DataFrame, site: Column, step: Column,
-                shards: int) -> dict[int, tuple[int, int]]:
-    """``{site: (rows, last step)}`` of the sites that have rows, in one JVM aggregation."""
+def _site_counts(prepared: DataFrame, site: Column, step: Column,
+                 shards: int) -> tuple[dict[int, int], int | None]:
+    """``({site: rows}, last step)`` of the sites that have rows, in one JVM aggregation."""
     rows = prepared.select(site.alias("wk_site"), step.alias("wk_step"))
     if shards <= _STATS_BY_CONDITION:
-        mine = [F.when(F.col("wk_site") == s, F.col("wk_step")) for s in range(shards)]
-        totals = rows.agg(*[F.count(m).alias(f"n{s}") for s, m in enumerate(mine)],
-                          *[F.max(m).alias(f"last{s}") for s, m in enumerate(mine)]).first()
-        return {s: (int(totals[f"n{s}"]), int(totals[f"last{s}"]))
-                for s in range(shards) if totals[f"n{s}"]}
-    return {int(r["wk_site"]): (int(r["n"]), int(r["last"])) for r in (
-        rows.filter(F.col("wk_step").isNotNull()).groupBy("wk_site")
-        .agg(F.count(F.lit(1)).alias("n"), F.max("wk_step").alias("last")).collect())}
+        # SQL text: one py4j call per aggregate, where F.when and F.col take many
+        totals = rows.agg(*[F.expr(f"count(IF(wk_site = {s}, wk_step, NULL)) AS n{s}")
+                            for s in range(shards)], F.expr("max(wk_step) AS last")).collect()[0]
+        counts = {s: int(totals[f"n{s}"]) for s in range(shards) if totals[f"n{s}"]}
+        return counts, totals["last"]
+    per_site = (rows.filter(F.col("wk_step").isNotNull()).groupBy("wk_site")
+                .agg(F.count(F.lit(1)).alias("n"), F.max("wk_step").alias("last")).collect())
+    counts = {int(r["wk_site"]): int(r["n"]) for r in per_site}
+    return counts, max((int(r["last"]) for r in per_site), default=None)
+
+
+def _floor_div(column: str, divisor: int) -> str:
+    """SQL for ``floor(column / divisor)`` in exact long arithmetic (``div`` truncates)."""
+    return (f"({column} div {divisor}) - "
+            f"IF({column} < 0 AND {column} % {divisor} != 0, 1, 0)")
+
+
+def _jvm_block_sketches(recent: DataFrame, sketch: WindowedCountMin,
+                        tick: int) -> dict[int, tuple[dict[int, np.ndarray], int]]:
+    """``{site: ({block: counts}, last step)}``: Spark's ``count_min_sketch`` of every (site,
+    window block) of ``recent``'s rows, one grouped JVM aggregation."""
+    config = sketch.config
+    # Spark sizes its sketch as ceil(2 / eps) x ceil(log2(1 / (1 - confidence))): aim at the
+    # middle of the interval that gives this sketch's shape
+    eps = 2 / (config.width - 0.5)
+    confidence = 1 - 2.0 ** -(config.depth - 0.5)
+    block = F.expr(_floor_div(f"({_floor_div('wk_step', tick)})", config.window))
+    sketches = F.count_min_sketch("wk_item", F.lit(eps), F.lit(confidence), F.lit(config.seed))
+    rows = recent.groupBy("wk_site", block.alias("wk_block")).agg(
+        sketches.alias("wk_cms"), F.max("wk_step").alias("wk_last")).collect()
+    states: dict[int, tuple[dict[int, np.ndarray], int]] = {}
+    for row in rows:
+        blocks, last = states.setdefault(int(row["wk_site"]), ({}, _LONG_MIN))
+        blocks[int(row["wk_block"])] = spark_count_min_counts(bytes(row["wk_cms"]), config)
+        states[int(row["wk_site"])] = (blocks, max(last, int(row["wk_last"])))
+    return states
+
+
+def spark_count_min_counts(blob: bytes, config: CountMinConfig | WindowConfig) -> np.ndarray:
+    """The count matrix of a sketch serialized by Spark's ``CountMinSketch`` (the bytes of the
+    ``count_min_sketch`` aggregate), checked against ``config``: same shape, and Spark's hash
+    family with the same seed.
+
+    Spark writes, big-endian: the version (int, 1), the total count (long), depth and width
+    (ints), the ``depth`` row multipliers (longs), then the table row by row (longs).
+
+    Examples
+    --------
+    >>> from windowkit.core.sketches import CountMin
+    >>> df = spark.createDataFrame([(5,), (5,), (9,)], "item long")
+    >>> blob = df.agg(F.count_min_sketch("item", F.lit(2 / 6.5), F.lit(1 - 2 ** -1.5),
+    ...                                  F.lit(3))).first()[0]
+    >>> cm = CountMin(2, 7, seed=3, hashing="spark")
+    >>> cm.update([5, 5, 9])
+    >>> np.array_equal(spark_count_min_counts(blob, cm.config), cm.counts)
+    True
+    """
+    depth, width = config.depth, config.width
+    head = np.frombuffer(blob[:20], dtype=">i4", count=1)
+    shape = np.frombuffer(blob[12:20], dtype=">i4") if len(blob) >= 20 else None
+    expected = 20 + 8 * depth * (width + 1)
+    if (len(blob) != expected or head[0] != 1 or shape is None
+            or (int(shape[0]), int(shape[1])) != (depth, width)):
+        msg = (f"not a version-1 Spark Count-Min sketch of shape {(depth, width)} "
+               f"({len(blob)} bytes)")
+        raise ValueError(msg)
+    multipliers = np.frombuffer(blob[20:20 + 8 * depth], dtype=">i8")
+    if config.hashing != "spark" or not np.array_equal(
+            multipliers, spark_multipliers(config.seed, depth)):
+        msg = f"the Spark sketch does not hash like {config!r}"
+        raise ValueError(msg)
+    table = np.frombuffer(blob[20 + 8 * depth:], dtype=">i8")
+    return table.astype(np.int64).reshape(depth, width)
+
+
+def _python_site_sketches(recent: DataFrame, factory: Callable[[], WindowedCountMinOperator]
+                          ) -> dict[int, tuple[WindowedCountMin, int]]:
+    """``{site: (sketch, last step)}``: each input partition sketches its rows per site in
+    Python, and the driver merges the parts of each site."""
+    parts = recent.mapInArrow(functools.partial(_sketch_partition, factory),
+                              _PART_SCHEMA).collect()
+    states: dict[int, tuple[WindowedCountMin, int]] = {}
+    for row in sorted(parts, key=lambda r: (r["wk_site"], r["wk_last"])):
+        part = factory().sketch.from_bytes(bytes(row["part"]))
+        site = int(row["wk_site"])
+        if site in states:
+            states[site][0].merge(part)
+            part = states[site][0]
+        states[site] = (part, int(row["wk_last"]))
+    return states
 
 
 def _sketch_partition(factory: Callable[[], WindowedCountMinOperator],
@@ -423,46 +541,41 @@ def _sketch_partition(factory: Callable[[], WindowedCountMinOperator],
     if not table.num_rows:
         return
     sites = table.column("wk_site").to_numpy()
-    ticks = table.column("wk_step").to_numpy() // factory().tick_micros
+    steps = table.column("wk_step").to_numpy()
     items = table.column("wk_item").to_numpy()
     present = np.flatnonzero(np.bincount(sites)).tolist()
     parts: dict[str, list[Any]] = {name: [] for name, _ in _PART_FIELDS}
     for site in present:
         mine = sites == site if len(present) > 1 else slice(None)
-        site_ticks, site_items = ticks[mine], items[mine]
-        if np.any(site_ticks[1:] < site_ticks[:-1]):  # input read in time order needs no sort
-            order = np.argsort(site_ticks, kind="stable")
-            site_ticks, site_items = site_ticks[order], site_items[order]
-        sketch = factory().sketch
-        sketch.update(site_items, ticks=site_ticks)
+        site_steps, site_items = steps[mine], items[mine]
+        if np.any(site_steps[1:] < site_steps[:-1]):  # input read in time order needs no sort
+            order = np.argsort(site_steps, kind="stable")
+            site_steps, site_items = site_steps[order], site_items[order]
+        operator = factory()
+        operator.sketch.update(site_items, ticks=site_steps // operator.tick_micros)
         parts["wk_site"].append(site)
-        parts["part"].append(sketch.to_bytes())
+        parts["part"].append(operator.sketch.to_bytes())
+        parts["wk_last"].append(int(site_steps[-1]))
     yield pa.RecordBatch.from_pydict(parts, schema=pa.schema(_PART_FIELDS))
 
 
-def _merge_site_parts(factory: Callable[[], WindowedCountMinOperator],
-                      site_parts: pd.DataFrame) -> pd.DataFrame:
-    """One site's parts summed into one (clocks moved to the latest part's)."""
-    sketch = factory().sketch
-    for blob in site_parts["part"]:
-        sketch.merge(type(sketch).from_bytes(bytes(blob)))
-    return pd.DataFrame({"wk_site": [int(site_parts["wk_site"].iloc[0])],
-                         "part": [sketch.to_bytes()]})
-
-
-def _final_snapshots(factory: Callable[[], WindowedCountMinOperator],
-                     stats: dict[int, tuple[int, int]], sketches: dict[int, bytes],
-                     end: int) -> list[tuple[Any, ...]]:
-    """Each site's snapshot of the window ending at the input's last step ``end``; a site
-    whose rows all lie before the last two windows sends its empty window."""
+def _final_snapshots(factory: Callable[[], WindowedCountMinOperator], counts: dict[int, int],
+                     states: dict[int, tuple[Any, int]], end: int) -> list[tuple[Any, ...]]:
+    """Each site's snapshot of the window ending at the input's last step ``end``: its sketch
+    (per-block matrices to load, or a sketch) at its last row, moved to ``end``; a site whose
+    rows all lie before the last windows sends its empty window."""
     snapshots = []
-    for site in sorted(stats):
+    for site in sorted(counts):
         operator = factory()
-        sketch = operator.sketch
-        if site in sketches:
-            sketch.merge(type(sketch).from_bytes(sketches[site]))
-        operator.n_seen, operator.last_time = stats[site]
-        sketch.n_samples = operator.n_seen
+        operator.n_seen, operator.last_time = counts[site], end
+        if site in states:
+            state, operator.last_time = states[site]
+            now = operator.last_time // operator.tick_micros
+            if isinstance(state, dict):
+                operator.sketch.load_blocks(now, state, counts[site])
+            else:
+                operator.sketch = state
+        operator.sketch.n_samples = operator.n_seen
         operator.end_time = end
         snapshot = operator.finish().iloc[0]
         snapshots.append((site, int(snapshot["seq"]), int(snapshot["n_seen"]),
@@ -578,27 +691,50 @@ def windowed_count_min(
     prepared, key, site = _prepare(df, item, time, by, shards, unit, time_unit)
     item_col = F.col(item) if isinstance(item, str) else item
     step = F.when(item_col.isNotNull(), F.col(_POS))
+    restore = _time_restorer(df, time, unit, time_unit)
     if not df.isStreaming and snapshot_every is None and algorithm in MERGEABLE:
         factory = functools.partial(make_operator, window, **params)
-        out = _merged_partials(prepared, key, site, step, factory, shards,
-                               _pushable_lower_bound(df, time, unit, time_unit))
-    elif not df.isStreaming:
+        local, rejected, rows = _merged_partials(
+            prepared, key, site, step, factory, shards,
+            _pushable_lower_bound(df, time, unit, time_unit), in_jvm=algorithm in JVM_SKETCHED)
+        rejected = rejected.select(*_snapshot_columns(restore))
+        if local is None:
+            return rejected
+        local = local.select(*_snapshot_columns(restore))
+        out = local.union(rejected)
+        _LOCAL_SNAPSHOTS[out] = (local, rows)
+        return out
+    if not df.isStreaming:
         # every site's last window ends at the input's last step, not at its own last row
         params["end_time"] = prepared.agg(F.max(step)).first()[0]
-    if df.isStreaming or snapshot_every is not None or algorithm not in MERGEABLE:
-        # The site is the adapter's shard: each Spark group runs exactly one site's operator.
-        job = OperatorJob(factory=functools.partial(make_operator, window, **params),
-                          schema=template.output_schema, inputs={ITEM: key})
-        out = run_operator(prepared, job, time=step, key=None, shards=shards, late=late,
-                           shard=site, time_unit="us")
-    if unit == "ticks":  # back to the input's kind of time
+    # The site is the adapter's shard: each Spark group runs exactly one site's operator.
+    job = OperatorJob(factory=functools.partial(make_operator, window, **params),
+                      schema=template.output_schema, inputs={ITEM: key})
+    out = run_operator(prepared, job, time=step, key=None, shards=shards, late=late,
+                       shard=site, time_unit="us")
+    return out.select(*_snapshot_columns(restore))
+
+
+#: By the DataFrame the mergeable batch path returned: its snapshots alone (a local relation)
+#: and their rows, which merge_count_min sums without collecting them again.
+_LOCAL_SNAPSHOTS: weakref.WeakKeyDictionary[
+    DataFrame, tuple[DataFrame, list[tuple[Any, ...]]]] = weakref.WeakKeyDictionary()
+
+
+def _time_restorer(df: DataFrame, time: str | Column | None, unit: str,
+                   time_unit: str | None) -> Callable[[], Column]:
+    """The snapshots' ``time`` column (the operators' µs step) in the input's kind: its time
+    for ``unit="ticks"``, a position for ``unit="samples"``."""
+    if unit == "ticks":
         clock = event_time(df, time, time_unit)
-        out = out.withColumn("time", clock.restore(F.col("time")))
-    else:
-        # integer arithmetic: a double loses positions beyond 2**53 / 1000
-        p = POSITION_MICROS
-        out = out.withColumn("time", F.expr(f"(time - pmod(time, {p})) div {p}"))
-    return out.select(*SNAPSHOT_COLUMNS, REJECTED, DETAIL_OUT)
+        return lambda: clock.restore(F.col("time"))
+    # integer arithmetic: a double loses positions beyond 2**53 / 1000
+    p = POSITION_MICROS
+    return lambda: F.expr(f"(time - pmod(time, {p})) div {p}")
+
+
+def _snapshot_columns(restore: Callable[[], Column]) -> list[str | Column]:
+    return [SHARD, "seq", "n_seen", restore().alias("time"), "sketch", REJECTED, DETAIL_OUT]
 
 
 def latest_snapshots(snapshots: DataFrame) -> DataFrame:
@@ -680,15 +816,24 @@ def _merged_on_driver(snapshots: DataFrame) -> DataFrame | None:
 
     The result is again a local relation: the chosen snapshot row, filtered and projected,
     so its ``time`` keeps its own type and never passes through Python."""
-    good = snapshots
-    if REJECTED in snapshots.columns:  # a rejected row is never a snapshot
-        good = snapshots.filter(F.col(REJECTED).isNull())
-    good = good.select(*SNAPSHOT_COLUMNS)
-    if good._jdf.queryExecution().optimizedPlan().getClass().getSimpleName() != "LocalRelation":
-        return None
-    dtype = good.schema["time"].dataType
-    order = F.unix_micros("time") if isinstance(dtype, T.TimestampType) else F.col("time")
-    rows = good.select(SHARD, "seq", "n_seen", order.alias("wk_order"), "sketch").collect()
+    known = _LOCAL_SNAPSHOTS.get(snapshots)
+    if known is not None:  # the mergeable path's own result: its rows are known here
+        good, snapshot_rows = known
+        # the µs step orders them as their times do
+        rows = [{SHARD: shard, "seq": seq, "n_seen": n_seen, "wk_order": step, "sketch": sketch}
+                for shard, seq, n_seen, step, sketch in snapshot_rows]
+    else:
+        good = snapshots
+        if REJECTED in snapshots.columns:  # a rejected row is never a snapshot
+            good = snapshots.filter(F.col(REJECTED).isNull())
+        good = good.select(*SNAPSHOT_COLUMNS)
+        if good._jdf.queryExecution().optimizedPlan().getClass().getSimpleName() != (
+                "LocalRelation"):
+            return None
+        dtype = good.schema["time"].dataType
+        order = F.unix_micros("time") if isinstance(dtype, T.TimestampType) else F.col("time")
+        rows = [r.asDict() for r in good.select(SHARD, "seq", "n_seen", order.alias("wk_order"),
+                                                "sketch").collect()]
     latest: dict[int, Any] = {}
     for row in rows:
         if row[SHARD] not in latest or row["seq"] > latest[row[SHARD]]["seq"]:

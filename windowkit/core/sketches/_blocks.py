@@ -16,12 +16,14 @@ stream is cut into batches.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from windowkit.core.sketches import _hashing
 from windowkit.core.sketches._window import WindowedCountMin, first_at_or_after
+from windowkit.core.validation import check_int
 
 
 class BlockCountMin(WindowedCountMin):
@@ -64,22 +66,70 @@ class BlockCountMin(WindowedCountMin):
             last = first + k - 1 if unit == "samples" else first
         new_block = last // n
         start_cur = first_at_or_after(ticks, first, k, unit, new_block * n)
-        seed = self.config.seed
+        cfg = self.config
         if new_block > self.block:
             if self._KEEP_PREV:
                 start_prev = first_at_or_after(ticks, first, k, unit, (new_block - 1) * n)
                 if new_block - 1 == self.block:
-                    _hashing.add(keys[start_prev:start_cur], mix, seed, self.cur, 1)
+                    _hashing.add(keys[start_prev:start_cur], mix, cfg, self.cur, 1)
                     self._roll_to(new_block)
                 else:
                     self._roll_to(new_block)
-                    _hashing.add(keys[start_prev:start_cur], mix, seed, self.prev, 1)
+                    _hashing.add(keys[start_prev:start_cur], mix, cfg, self.prev, 1)
             else:
                 self._roll_to(new_block)
-        _hashing.add(keys[start_cur:], mix, seed, self.cur, 1)
+        _hashing.add(keys[start_cur:], mix, cfg, self.cur, 1)
 
     def _advance_to(self, tick: int) -> None:
         self._roll_to(tick // self.config.window)
+
+    def load_blocks(self, now: int, blocks: Mapping[int, np.ndarray], n_samples: int) -> None:
+        """Put this empty sketch at step ``now`` with the count matrices of whole blocks.
+
+        ``blocks[b]`` is the Count-Min matrix of the samples of block ``b`` (steps
+        ``[b N, (b + 1) N)``, none after ``now``), hashed with this sketch's configuration (e.g.
+        built elsewhere with the ``"spark"`` family: Spark's ``count_min_sketch`` per block). The
+        state is the one updating those samples in step order and moving the clock to ``now``
+        gives: only the block of ``now`` and the one before count, other blocks are ignored.
+
+        Parameters
+        ----------
+        now : int
+            The clock's step.
+        blocks : mapping of int to ndarray
+            Integer ``(depth, width)`` matrices by block index.
+        n_samples : int
+            Samples seen, in all blocks.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from windowkit.core.sketches import CountMin, ProportionalWindowCM
+        >>> block = CountMin(1, 8)
+        >>> block.update([5, 5])
+        >>> s = ProportionalWindowCM(4, depth=1, width=8, unit="ticks")
+        >>> s.load_blocks(5, {0: block.counts}, n_samples=2)
+        >>> s.estimate([5]).tolist()  # 2 samples of block 0, 2 of its 4 steps still in the window
+        [1]
+        """
+        if not self.is_empty() or self.now > (0 if self.config.unit == "ticks" else -1):
+            msg = "`load_blocks` needs a sketch that has seen nothing"
+            raise ValueError(msg)
+        check_int("n_samples", n_samples, 0)
+        block = now // self.config.window
+        for b, counts in blocks.items():
+            if b > block:
+                msg = f"`blocks` holds block {b}, after the block {block} of now={now}"
+                raise ValueError(msg)
+            if b == block or (b == block - 1 and self._KEEP_PREV):
+                counts = np.asarray(counts)
+                if counts.dtype.kind not in "iu":
+                    msg = f"block {b}'s counts must be integers; got {counts.dtype}"
+                    raise ValueError(msg)
+                target = self.cur if b == block else self.prev
+                target[:] = self._check_matrix(counts, f"blocks[{b}]")
+        self.now = int(now)
+        self.n_samples = int(n_samples)
 
     def _merge_state(self, other: Any) -> None:
         self.cur += other.cur

@@ -98,7 +98,7 @@ def _alloc(t, p_init, p_last, p_cnt, nxt, free, meta):
 
 
 @numba.njit(cache=True)
-def ingest_kernel(keys, mix, smix, coeffs, width, ticks, start, n, thr, mu,
+def ingest_kernel(keys, mix, smix, coeffs, spark, width, ticks, start, n, thr, mu,
                   cells, p_init, p_last, p_cnt, nxt, free, meta):
     """Process samples ``start..`` (Listing 3.4 lines 20-48 per row, lazily expired).
 
@@ -116,7 +116,7 @@ def ingest_kernel(keys, mix, smix, coeffs, width, ticks, start, n, thr, mu,
             x = _mix(x ^ smix)
         t = ticks[i]
         for r in range(depth):
-            cell = r * width + _column(x, coeffs[0, r], coeffs[1, r], coeffs[2, r], w)
+            cell = r * width + _column(x, coeffs[0, r], coeffs[1, r], coeffs[2, r], w, spark)
             _pop_expired(cell, t, n, cells, p_init, p_last, nxt, free, meta)
             sz = cells[cell, 3]
             if sz == 0:  # no sub-cell: create one (lines 24-28)

@@ -30,6 +30,7 @@ import numpy as np
 
 from windowkit.core.serialization import pack_state, state_decoder, unpack_state
 from windowkit.core.sketches import _hashing
+from windowkit.core.sketches._hashing import HashFamily
 from windowkit.core.sketches.count_min import (
     CountMin,
     CountMinConfig,
@@ -54,6 +55,9 @@ class WindowConfig:
         The count matrix, see :class:`~windowkit.core.sketches.count_min.CountMinConfig`.
     unit : {"samples", "ticks"}
         Count-based or time-based window.
+    hashing : {"multiply-shift", "spark"}
+        The hash family of the matrix, see
+        :class:`~windowkit.core.sketches.count_min.CountMinConfig`.
 
     Examples
     --------
@@ -66,6 +70,7 @@ class WindowConfig:
     width: int
     seed: int = 0
     unit: WindowUnit = "samples"
+    hashing: HashFamily = "multiply-shift"
 
     def __post_init__(self) -> None:
         check_int("window", self.window, 1, 2**62)
@@ -75,7 +80,7 @@ class WindowConfig:
     @property
     def count_min_config(self) -> CountMinConfig:
         """The underlying matrix configuration."""
-        return CountMinConfig(self.depth, self.width, self.seed)
+        return CountMinConfig(self.depth, self.width, self.seed, self.hashing)
 
 
 class WindowedCountMin:
@@ -93,10 +98,12 @@ class WindowedCountMin:
         width: int,
         seed: int = 0,
         unit: WindowUnit = "samples",
+        hashing: HashFamily = "multiply-shift",
         **params: Any,
     ) -> None:
         self.config = self.CONFIG_CLS(
-            window=window, depth=depth, width=width, seed=seed, unit=unit, **params
+            window=window, depth=depth, width=width, seed=seed, unit=unit, hashing=hashing,
+            **params
         )
         self.now = -1 if unit == "samples" else 0
         self.n_samples = 0
@@ -111,6 +118,7 @@ class WindowedCountMin:
         window: int,
         seed: int = 0,
         unit: WindowUnit = "samples",
+        hashing: HashFamily = "multiply-shift",
         **params: Any,
     ) -> WindowedCountMin:
         """Size the matrix for ``epsilon``, ``delta``: ``ceil(log2 1/delta)`` x ``ceil(e/eps)``.
@@ -121,8 +129,9 @@ class WindowedCountMin:
         >>> SimpleWindowCM.from_error(0.01, 0.5, window=50_000).width
         272
         """
-        cm = CountMinConfig.from_error(epsilon, delta, seed)
-        return cls(window, depth=cm.depth, width=cm.width, seed=seed, unit=unit, **params)
+        cm = CountMinConfig.from_error(epsilon, delta, seed, hashing)
+        return cls(window, depth=cm.depth, width=cm.width, seed=seed, unit=unit, hashing=hashing,
+                   **params)
 
     window = property(lambda self: self.config.window, doc="Window length ``N`` in steps.")
     depth = property(lambda self: self.config.depth, doc="Number of rows.")
@@ -147,7 +156,7 @@ class WindowedCountMin:
             Only for ``unit="ticks"``: the tick of each item (non-decreasing, at least
             :attr:`now`). Without it every item is added at the current tick.
         """
-        keys, mix = _hashing.prepare(items, self.config.seed)
+        keys, mix = _hashing.prepare(items, self.config)
         k = int(keys.size)
         if self.config.unit == "samples":
             if ticks is not None:

@@ -10,7 +10,8 @@ import numpy as np
 
 from windowkit.core.serialization import pack_state, state_decoder, unpack_state
 from windowkit.core.sketches import _hashing
-from windowkit.core.validation import check_in_range, check_int
+from windowkit.core.sketches._hashing import HASH_FAMILIES, SPARK_MAX_SEED, HashFamily
+from windowkit.core.validation import check_choice, check_in_range, check_int
 
 
 @dataclass(frozen=True)
@@ -25,24 +26,31 @@ class CountMinConfig:
         Number of columns ``c2``, ``ceil(e/epsilon)``.
     seed : int
         Selects the hash functions; sketches merge only with an equal seed.
+    hashing : {"multiply-shift", "spark"}
+        The hash family (:mod:`windowkit.core.sketches._hashing`): seeded multiply-shift, or
+        Spark's own ``CountMinSketch`` (seed at most ``2**31 - 1``), whose matrices the JVM
+        builds cell for cell alike. Sketches merge only within one family.
 
     Examples
     --------
     >>> CountMinConfig.from_error(0.01, 0.5)
-    CountMinConfig(depth=1, width=272, seed=0)
+    CountMinConfig(depth=1, width=272, seed=0, hashing='multiply-shift')
     """
 
     depth: int
     width: int
     seed: int = 0
+    hashing: HashFamily = "multiply-shift"
 
     def __post_init__(self) -> None:
         check_int("depth", self.depth, 1, 64)
         check_int("width", self.width, 1, 2**31 - 1)
-        check_int("seed", self.seed, 0, 2**63 - 1)
+        check_choice("hashing", self.hashing, HASH_FAMILIES)
+        check_int("seed", self.seed, 0, SPARK_MAX_SEED if self.hashing == "spark" else 2**63 - 1)
 
     @staticmethod
-    def from_error(epsilon: float, delta: float, seed: int = 0) -> CountMinConfig:
+    def from_error(epsilon: float, delta: float, seed: int = 0,
+                   hashing: HashFamily = "multiply-shift") -> CountMinConfig:
         """Rows ``ceil(log2(1/delta))`` and columns ``ceil(e/epsilon)`` (paper, Section 2.2).
 
         Examples
@@ -54,7 +62,7 @@ class CountMinConfig:
         check_in_range("delta", delta, 0, 1, low_open=True, high_open=True)
         depth = max(1, math.ceil(math.log2(1.0 / delta) - 1e-12))
         width = math.ceil(math.e / epsilon)
-        return CountMinConfig(depth=depth, width=width, seed=seed)
+        return CountMinConfig(depth=depth, width=width, seed=seed, hashing=hashing)
 
     def columns(self, items: Any) -> np.ndarray:
         """Column ``h_r(item)`` of every item in every row, shape ``(depth, n)``.
@@ -64,8 +72,8 @@ class CountMinConfig:
         >>> CountMinConfig(2, 28, seed=1).columns(["a", "b", "c"]).shape
         (2, 3)
         """
-        keys, mix = _hashing.prepare(items, self.seed)
-        return _hashing.columns(keys, mix, self.seed, self.depth, self.width)
+        keys, mix = _hashing.prepare(items, self)
+        return _hashing.columns(keys, mix, self)
 
 
 def check_compatible(self_cfg: Any, other_cfg: Any, kind: str) -> None:
@@ -110,6 +118,8 @@ class CountMin:
     ----------
     depth, width, seed : int
         See :class:`CountMinConfig`.
+    hashing : {"multiply-shift", "spark"}
+        The hash family, see :class:`CountMinConfig`.
 
     Examples
     --------
@@ -122,13 +132,15 @@ class CountMin:
     FORMAT_TAG = "CMVANILA"
     FORMAT_VERSION = 1
 
-    def __init__(self, depth: int, width: int, seed: int = 0) -> None:
-        self.config = CountMinConfig(depth, width, seed)
+    def __init__(self, depth: int, width: int, seed: int = 0,
+                 hashing: HashFamily = "multiply-shift") -> None:
+        self.config = CountMinConfig(depth, width, seed, hashing)
         self.counts = np.zeros((depth, width), dtype=np.int64)
         self.n_samples = 0
 
     @classmethod
-    def from_error(cls, epsilon: float, delta: float, seed: int = 0) -> CountMin:
+    def from_error(cls, epsilon: float, delta: float, seed: int = 0,
+                   hashing: HashFamily = "multiply-shift") -> CountMin:
         """A sketch sized for error ``epsilon`` with probability ``1 - delta``.
 
         Examples
@@ -136,8 +148,8 @@ class CountMin:
         >>> CountMin.from_error(0.01, 0.5).width
         272
         """
-        cfg = CountMinConfig.from_error(epsilon, delta, seed)
-        return cls(cfg.depth, cfg.width, cfg.seed)
+        cfg = CountMinConfig.from_error(epsilon, delta, seed, hashing)
+        return cls(cfg.depth, cfg.width, cfg.seed, cfg.hashing)
 
     @classmethod
     def from_counts(
@@ -156,7 +168,7 @@ class CountMin:
         if counts.shape != (config.depth, config.width) or counts.dtype.kind not in "if":
             msg = f"`counts` must be a numeric array of shape {(config.depth, config.width)}"
             raise ValueError(msg)
-        cm = cls(config.depth, config.width, config.seed)
+        cm = cls(config.depth, config.width, config.seed, config.hashing)
         kind = np.float64 if counts.dtype.kind == "f" else np.int64
         cm.counts = np.array(counts, dtype=kind)
         cm.n_samples = int(n_samples)
@@ -182,8 +194,8 @@ class CountMin:
 
     def update(self, items: Any) -> None:
         """Add a batch of items (integers or strings), each with weight one."""
-        keys, mix = _hashing.prepare(items, self.config.seed)
-        _hashing.add(keys, mix, self.config.seed, self.counts, 1)
+        keys, mix = _hashing.prepare(items, self.config)
+        _hashing.add(keys, mix, self.config, self.counts, 1)
         self.n_samples += int(keys.size)
 
     def estimate(self, items: Any) -> np.ndarray:
@@ -249,4 +261,5 @@ class CountMin:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"CountMin(depth={self.depth}, width={self.width}, seed={self.seed})"
+        return (f"CountMin(depth={self.depth}, width={self.width}, seed={self.seed}, "
+                f"hashing={self.config.hashing!r})")

@@ -34,6 +34,8 @@ class PerfectWindowCM(WindowedCountMin):
         Count matrix shape and hash seed.
     unit : {"samples", "ticks"}
         Count-based or time-based window (see :mod:`windowkit.core.sketches._window`).
+    hashing : {"multiply-shift", "spark"}
+        The hash family (:class:`~windowkit.core.sketches.count_min.CountMinConfig`).
 
     Examples
     --------
@@ -71,7 +73,7 @@ class PerfectWindowCM(WindowedCountMin):
         n_old = int(np.searchsorted(ticks, cutoff, side="right"))
         if n_old:
             old = self._keys[self._start : self._start + n_old]
-            _hashing.add(old, False, self.config.seed, self.counts, -1)
+            _hashing.add(old, False, self.config, self.counts, -1)
             self._start += n_old
 
     def _append(self, keys: np.ndarray, ticks: np.ndarray) -> None:
@@ -94,7 +96,7 @@ class PerfectWindowCM(WindowedCountMin):
         cutoff = int(t[-1]) - self.config.window
         alive = int(np.searchsorted(t, cutoff, side="right"))
         fkeys = self._final_keys(keys[alive:], mix)
-        _hashing.add(fkeys, False, self.config.seed, self.counts, 1)
+        _hashing.add(fkeys, False, self.config, self.counts, 1)
         self._expire(cutoff)
         self._append(fkeys, t[alive:])
 

@@ -24,6 +24,8 @@ class ProportionalWindowCM(BlockCountMin):
         Count matrix shape and hash seed.
     unit : {"samples", "ticks"}
         Count-based or time-based window.
+    hashing : {"multiply-shift", "spark"}
+        The hash family (:class:`~windowkit.core.sketches.count_min.CountMinConfig`).
 
     Examples
     --------

@@ -23,6 +23,8 @@ class SimpleWindowCM(BlockCountMin):
         Count matrix shape and hash seed.
     unit : {"samples", "ticks"}
         Count-based or time-based window.
+    hashing : {"multiply-shift", "spark"}
+        The hash family (:class:`~windowkit.core.sketches.count_min.CountMinConfig`).
 
     Examples
     --------

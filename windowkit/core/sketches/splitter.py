@@ -9,6 +9,7 @@ import numpy as np
 
 from windowkit.core.sketches import _hashing
 from windowkit.core.sketches import _splitter_kernel as kern
+from windowkit.core.sketches._hashing import HashFamily
 from windowkit.core.sketches._window import WindowConfig, WindowedCountMin, tick_array
 from windowkit.core.validation import check_in_range
 
@@ -73,6 +74,8 @@ class SplitterWindowCM(WindowedCountMin):
         Count matrix shape and hash seed.
     unit : {"samples", "ticks"}
         Count-based or time-based window.
+    hashing : {"multiply-shift", "spark"}
+        The hash family (:class:`~windowkit.core.sketches.count_min.CountMinConfig`).
     tau, mu : float
         See :class:`SplitterConfig` (paper defaults 0.05 and 1.5).
 
@@ -99,8 +102,10 @@ class SplitterWindowCM(WindowedCountMin):
         unit: str = "samples",
         tau: float = 0.05,
         mu: float = 1.5,
+        hashing: HashFamily = "multiply-shift",
     ) -> None:
-        super().__init__(window, depth=depth, width=width, seed=seed, unit=unit, tau=tau, mu=mu)
+        super().__init__(window, depth=depth, width=width, seed=seed, unit=unit, hashing=hashing,
+                         tau=tau, mu=mu)
 
     tau = property(lambda self: self.config.tau, doc="Minimal relative sub-cell size.")
     mu = property(lambda self: self.config.mu, doc="Merge threshold of ERROR.")
@@ -156,12 +161,11 @@ class SplitterWindowCM(WindowedCountMin):
     def _ingest(self, keys: np.ndarray, mix: bool, ticks: np.ndarray | None, first: int) -> None:
         cfg = self.config
         t = tick_array(ticks, first, keys.size, cfg.unit)
-        coeffs = _hashing.row_coefficients(cfg.seed, cfg.depth)
-        smix = _hashing.seed_mix(cfg.seed)
+        smix, coeffs, spark = _hashing.kernel_args(cfg)
         start = 0
         while start < keys.size:
             start = kern.ingest_kernel(
-                keys, mix, smix, coeffs, cfg.width, t, start, cfg.window, cfg.threshold,
+                keys, mix, smix, coeffs, spark, cfg.width, t, start, cfg.window, cfg.threshold,
                 cfg.mu, self._cells, self._p_init, self._p_last, self._p_cnt, self._nxt,
                 self._free, self._meta,
             )
