@@ -121,6 +121,10 @@ def windowkit_session(
         # threshold_frames job. Spark skips the check only at exactly Int.MaxValue.
         .config("spark.sql.execution.arrow.maxBytesPerBatch", str(ARROW_NO_BYTE_LIMIT))
         .config("spark.sql.session.timeZone", "UTC")
+        # With it on, every pyspark.sql.functions call and Column operation also records its
+        # Python call site in the JVM (about four py4j round trips each): half the driver's
+        # 1,000 round trips building a multi_granular job. Errors keep Spark's own context.
+        .config("spark.python.sql.dataFrameDebugging.enabled", "false")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
     )
