@@ -14,11 +14,11 @@ row reaching Python; the file is in time order, so the scan finds those rows by 
 statistics and skips the others: the "rows not in time order" row times the same job on the
 same rows shuffled, where no row group can be skipped).
 Two last rows time floors. "rows shuffled to sites": any path that keeps each site's rows in
-order (Splitter's) ships every row to its site's task (the same ``xxhash64`` routing, one task
+order (Splitter's) ships every row to its site's task (the same round robin routing, one task
 per site) and into Python, where they are only counted. "every row's site counted in the
 JVM": the aggregation the mergeable variants start with (each site's rows and the last step,
-the site being a hash of every row's position), before only the rows of the last windows are
-sketched.
+the site being every row's position modulo the shards), before only the rows of the last
+windows are sketched.
 The peer is Spark's ``count_min_sketch(item, eps, confidence, seed)`` aggregate (the SQL face of
 ``DataFrameStatFunctions.countMinSketch``) on the same DataFrame, JVM sketches per partition
 merged by the aggregation, no window; Spark sizes it ``ceil(2 / eps)`` wide, 2000 columns, so it
@@ -95,7 +95,7 @@ def time_spark_cms(spark, path: str) -> float:
 
 def time_ordered_floor(spark, path: str) -> float:
     """What any per-site pass in stream order costs before it sketches anything: every row
-    shuffled to its site (the same ``xxhash64`` routing) and handed to Python, counted there.
+    shuffled to its site (the same round robin routing) and handed to Python, counted there.
     Splitter's sub-cells depend on the order of their rows, so it cannot go below this."""
     import pyarrow as pa
     from pyspark.sql import functions as F
@@ -106,7 +106,7 @@ def time_ordered_floor(spark, path: str) -> float:
 
     df = spark.read.parquet(path)
     start = time.perf_counter()
-    site = F.pmod(F.xxhash64(F.col("t") * 1000), F.lit(SHARDS))
+    site = F.pmod(F.col("t"), F.lit(SHARDS))  # round robin over positions, as the job
     # one task per site, as the adapter partitions explicit shards
     task = shard_task(site, SHARDS)
     shipped = df.select(task.alias("task"), (F.col("t") * 1000).alias("time"), "item")
@@ -118,7 +118,8 @@ def time_ordered_floor(spark, path: str) -> float:
 
 def time_sites_floor(spark, path: str) -> float:
     """The JVM aggregation every mergeable DistCM job starts with: each site's row count and
-    last step, the site a hash of every row (the job's own routing and counting)."""
+    last step, the site every row's position modulo the shards (the job's own routing and
+    counting)."""
     from pyspark.sql import functions as F
 
     from windowkit.spark.countmin import _POS, _prepare, _site_counts

@@ -301,6 +301,8 @@ def test_load_blocks_refuses_a_used_sketch_a_future_block_and_float_counts():
         s.load_blocks(5, {1: np.zeros((1, 8))}, 0)
     with pytest.raises(ValueError, match="shape"):
         s.load_blocks(5, {1: np.zeros((2, 8), dtype=np.int64)}, 0)
+    with pytest.raises(ValueError, match="at least now=0; got -3"):  # as update(ticks=[-3])
+        s.load_blocks(-3, {}, 0)
     s.update([1], ticks=[2])
     with pytest.raises(ValueError, match="has seen nothing"):
         s.load_blocks(5, {}, 0)
@@ -334,3 +336,23 @@ def test_spark_family_hashes_a_long_as_sparks_count_min_sketch_does():
         CountMinConfig(1, 8, 2**31, hashing="spark")
     with pytest.raises(ValueError, match="`hashing` must be one of"):
         CountMinConfig(1, 8, hashing="murmur")
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_bytes_written_before_the_hash_family_existed_read_as_multiply_shift(cls):
+    """Sketches serialized without ``hashing`` in their configuration (before the Spark family
+    existed) hashed with multiply-shift: they read as such, estimate alike, and refuse to merge
+    with a Spark-family sketch."""
+    from windowkit.core.serialization import pack_state, unpack_state
+
+    params = {"tau": 0.05, "mu": 1.5} if cls is SplitterWindowCM else {}
+    sketch = cls(50, depth=2, width=16, seed=9, unit="ticks", **params)
+    sketch.update(np.arange(40) % 7, ticks=np.arange(40) // 3)
+    meta, arrays = unpack_state(sketch.to_bytes(), cls.FORMAT_TAG, cls.FORMAT_VERSION)
+    assert meta["config"].pop("hashing") == "multiply-shift"
+    old = cls.from_bytes(pack_state(cls.FORMAT_TAG, cls.FORMAT_VERSION, meta, arrays))
+    assert old == sketch and old.config.hashing == "multiply-shift"
+    assert np.array_equal(old.estimate(np.arange(7)), sketch.estimate(np.arange(7)))
+    spark_cm = CountMin(2, 16, seed=9, hashing="spark")
+    with pytest.raises(ValueError, match="hashing='spark'"):
+        old.to_count_min().merge(spark_cm)

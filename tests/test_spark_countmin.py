@@ -71,7 +71,8 @@ def stream() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def batch_run(spark, stream):
-    """Splitter over 3 hash-routed shards, batch; (snapshot DataFrame, shard assignment)."""
+    """Splitter over 3 shards (round robin over positions), batch; (snapshot DataFrame, shard
+    assignment)."""
     from windowkit.spark.countmin import count_min_sites, windowed_count_min
 
     df = spark.createDataFrame(stream.sample(frac=1.0, random_state=1))  # disorder: time sorts
@@ -363,7 +364,8 @@ def test_mergeable_sketches_merge_partition_parts_into_each_sites_core_run(spark
             pdf.loc[[5, 77, 3000], "t"].tolist())
 
 
-def test_mergeable_sketches_on_event_time_ticks_equal_the_core(spark):
+@pytest.mark.parametrize("algorithm", ["simple", "proportional", "perfect"])
+def test_mergeable_sketches_on_event_time_ticks_equal_the_core(spark, algorithm):
     from windowkit.spark.countmin import count_min_sites, windowed_count_min
 
     rng = np.random.default_rng(9)
@@ -371,7 +373,7 @@ def test_mergeable_sketches_on_event_time_ticks_equal_the_core(spark):
     pdf = pd.DataFrame({"item": zipf_items(n, 50, seed=10),
                         "ts": pd.to_datetime(T0 + 1000 * rng.integers(0, 600_000, n), unit="us",
                                              utc=True)})
-    params = {"window": 60, "unit": "ticks", "tick": "1 second", "algorithm": "proportional",
+    params = {"window": 60, "unit": "ticks", "tick": "1 second", "algorithm": algorithm,
               "epsilon": 0.05, "delta": 0.25}
     df = spark.createDataFrame(pdf).repartition(4)
     out = canonical(windowed_count_min(df, "item", "ts", shards=2, **params).toPandas())
@@ -381,8 +383,20 @@ def test_mergeable_sketches_on_event_time_ticks_equal_the_core(spark):
     pd.testing.assert_frame_equal(out, expected)
 
 
+def test_event_times_before_the_epoch_are_refused_by_every_path_alike(spark):
+    # A time-based sketch's clock starts at tick 0: the core refuses earlier ticks, and so do
+    # the JVM-sketched path (Simple, Proportional) and the Python one (Perfect).
+    from windowkit.spark.countmin import windowed_count_min
+
+    df = spark.sql("SELECT id % 5 AS item, timestamp_seconds(-100000 + id) AS ts FROM range(500)")
+    for algorithm in ("simple", "proportional", "perfect"):
+        with pytest.raises(Exception, match="at least now=0"):
+            windowed_count_min(df, "item", "ts", window=60, unit="ticks", tick="1 second",
+                               algorithm=algorithm, shards=2).collect()
+
+
 def test_a_site_whose_rows_all_left_the_window_still_sends_its_empty_window(spark):
-    # Only rows of the last two windows reach Python on the mergeable path; a site (here the
+    # Only rows of the last window blocks are sketched on the mergeable path; a site (here the
     # router that stopped early) with none of them must still send the snapshot its core
     # operator sends: its clock moved to the input's end, nothing left in the window.
     from windowkit.spark.countmin import count_min_sites, windowed_count_min
@@ -440,7 +454,7 @@ def test_many_sites_are_counted_by_a_group_by_and_still_equal_the_core(spark):
     ("milliseconds", "ms", "ticks"), ("nanoseconds", "ns", "ticks")])
 def test_the_recent_rows_are_found_by_a_filter_the_parquet_scan_takes(spark, tmp_path, kind,
                                                                        time_unit, unit):
-    # The mergeable path reads only the rows of the last two windows; a predicate on the plain
+    # The mergeable path reads only the rows of the last window blocks; a predicate on the plain
     # time column lets Parquet skip the row groups before them. It must keep exactly the rows
     # whose step reaches the cutoff, and reach the scan as a pushed filter.
     from windowkit.spark.countmin import _POS, _prepare, _pushable_lower_bound
@@ -492,7 +506,8 @@ def test_local_snapshots_merge_on_the_driver_without_a_job_like_the_spark_merge(
     assert [tuple(r) for r in derived] == [tuple(r) for r in distributed]
     assert local[0]["shards"] == 3 and local[0]["n_seen"] == 2000
     times = [r["time"] for r in snaps.filter("rejected IS NULL").collect()]
-    assert len(set(times)) > 1  # each site's snapshot is at its own last row's time
+    # a site whose last row is in the input's last tick reports that row's own time
+    assert len(set(times)) > 1
     assert local[0]["time"] == max(times)
 
 
@@ -545,15 +560,16 @@ def test_simple_and_proportional_batch_sketches_never_send_rows_to_python(spark,
         cm.windowed_count_min(df, "item", "t", window=50, shards=2, algorithm="perfect")
 
 
-def test_sketches_too_deep_for_sparks_confidence_are_made_in_python_alike(spark):
+@pytest.mark.parametrize("algorithm", ["simple", "proportional"])
+def test_sketches_too_deep_for_sparks_confidence_are_made_in_python_alike(spark, algorithm):
     # Spark's count_min_sketch takes a confidence 1 - 2**-depth, which a double cannot hold
-    # beyond about 50 rows: past 40 rows Proportional's rows are sketched in Python instead,
-    # with the same snapshots as its core run.
+    # beyond about 50 rows: past 40 rows the rows are sketched in Python instead, with the
+    # same snapshots as the core run.
     from windowkit.spark.countmin import count_min_sites, windowed_count_min
 
     pdf = pd.DataFrame({"item": zipf_items(1500, 30, seed=14),
                         "t": np.arange(1500, dtype=np.int64)})
-    params = {"window": 400, "algorithm": "proportional", "epsilon": 0.5, "delta": 1e-13}
+    params = {"window": 400, "algorithm": algorithm, "epsilon": 0.5, "delta": 1e-13}
     df = spark.createDataFrame(pdf).repartition(2)
     out = canonical(windowed_count_min(df, "item", "t", shards=2, **params).toPandas())
     assert CountMin.from_bytes(out["sketch"].iloc[0]).depth == 44

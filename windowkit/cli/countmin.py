@@ -75,7 +75,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="also snapshot every S samples per site (the paper's DistCM "
                              "cadence is ceil(epsilon N)); default: at the end of the input "
                              "or of each micro-batch")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0,
+                        help="hash seed of the sketches, 0 to 2147483647 (default 0)")
     parser.add_argument("--heavy-hitters", type=float, default=None, metavar="PHI",
                         help="write only items whose estimate reaches PHI x window count")
     parser.set_defaults(func=run)

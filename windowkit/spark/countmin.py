@@ -173,9 +173,11 @@ def count_min_sites(
     * ``shard``: the DistCM site of the row, in ``[0, shards)``: ``pmod(xxhash64(by), shards)``
       if ``by`` is given; else, for ``unit="samples"``, its position in the stream modulo
       ``shards`` (round robin, as a load balancer would spread the stream; a rejected row with
-      no position goes to site 0), and for ``unit="ticks"`` ``pmod(xxhash64(position),
-      shards)`` (rows of one tick share a site). Deterministic: the same rows give the same
-      sites whatever the partitioning.
+      no position goes to site 0; sequence numbers that all share a factor with ``shards``
+      use only some sites, which costs Splitter and streams parallelism, never accuracy), and
+      for ``unit="ticks"`` ``pmod(xxhash64(position), shards)`` (rows at the same instant
+      share a site). Deterministic: the same rows give the same sites whatever the
+      partitioning.
     * ``item_key``: :func:`item_key` of ``item``.
     * ``position``: the step the row's sketch update happens at, as int64 microseconds the
       core operator reads as its time. ``unit="ticks"``: the event time in µs. ``unit="samples"``:
@@ -239,7 +241,7 @@ def _prepare(
         # when counting each site's rows (a null position is a rejected row's, sent to site 0)
         site = F.expr(f"coalesce(pmod({_POS} div {POSITION_MICROS}, {shards}), 0)")
     elif by is None:
-        # rows at one tick share a site; ticks spread evenly
+        # rows at one instant share a site; instants spread evenly
         site = F.pmod(F.xxhash64(F.col(_POS)), F.lit(shards))
     else:
         site = F.pmod(item_key(by, column_type(df, by)), F.lit(shards))
@@ -299,7 +301,8 @@ def make_operator(
     It is the adapter's factory (each Spark group is one site), so running it on the rows of
     one shard (:func:`count_min_sites`, ``position`` as the time, in ``position`` order)
     reproduces that shard's Spark snapshots with the core alone. Its sketch is always
-    time-based: for ``unit="samples"`` one tick is one position of the global stream.
+    time-based (for ``unit="samples"`` one tick is one position of the global stream) and
+    hashes with Spark's Count-Min family (``hashing="spark"``).
 
     Parameters
     ----------
@@ -497,11 +500,10 @@ def spark_count_min_counts(blob: bytes, config: CountMinConfig | WindowConfig) -
     True
     """
     depth, width = config.depth, config.width
-    head = np.frombuffer(blob[:20], dtype=">i4", count=1)
-    shape = np.frombuffer(blob[12:20], dtype=">i4") if len(blob) >= 20 else None
     expected = 20 + 8 * depth * (width + 1)
-    if (len(blob) != expected or head[0] != 1 or shape is None
-            or (int(shape[0]), int(shape[1])) != (depth, width)):
+    version = int(np.frombuffer(blob[:4], dtype=">i4")[0]) if len(blob) >= 20 else None
+    shape = tuple(np.frombuffer(blob[12:20], dtype=">i4").tolist()) if version else None
+    if len(blob) != expected or version != 1 or shape != (depth, width):
         msg = (f"not a version-1 Spark Count-Min sketch of shape {(depth, width)} "
                f"({len(blob)} bytes)")
         raise ValueError(msg)
@@ -651,7 +653,8 @@ def windowed_count_min(
         ``"10 seconds"`` is 10,000 positions); rows behind the watermark come out with
         ``rejected = "late"`` and are not counted.
     seed : int
-        Hash seed of the sketches (sketches merge only with equal seeds).
+        Hash seed of the sketches, in ``[0, 2**31 - 1]`` (Spark's Count-Min family takes an
+        ``int``; sketches merge only with equal seeds).
     tau, mu : float, optional
         Splitter's parameters (paper defaults 0.05 and 1.5).
     time_unit : {"s", "ms", "us", "ns"}, optional
@@ -734,6 +737,7 @@ def _time_restorer(df: DataFrame, time: str | Column | None, unit: str,
 
 
 def _snapshot_columns(restore: Callable[[], Column]) -> list[str | Column]:
+    """The snapshot stream's columns, its ``time`` in the input's kind."""
     return [SHARD, "seq", "n_seen", restore().alias("time"), "sketch", REJECTED, DETAIL_OUT]
 
 

@@ -116,6 +116,9 @@ class BlockCountMin(WindowedCountMin):
             msg = "`load_blocks` needs a sketch that has seen nothing"
             raise ValueError(msg)
         check_int("n_samples", n_samples, 0)
+        if now < self.now:  # as update() refuses ticks before the clock's start
+            msg = f"`now` must be at least now={self.now}; got {now}"
+            raise ValueError(msg)
         block = now // self.config.window
         for b, counts in blocks.items():
             if b > block:

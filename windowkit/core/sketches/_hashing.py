@@ -33,6 +33,7 @@ object with ``seed``, ``depth`` and ``hashing``).
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 import numba
@@ -85,6 +86,12 @@ def spark_multipliers(seed: int, depth: int) -> np.ndarray:
     >>> spark_multipliers(0, 2).tolist()
     [1569741360, 1785505948]
     """
+    return np.array(_java_random_ints(seed, depth), dtype=np.int64)
+
+
+@functools.lru_cache(maxsize=64)
+def _java_random_ints(seed: int, depth: int) -> tuple[int, ...]:
+    """Computed once per (seed, depth): every update and query hashes with them."""
     state = (seed ^ _JAVA_MULTIPLIER) & _JAVA_MASK
     bound = 2**31 - 1
     out = []
@@ -96,7 +103,7 @@ def spark_multipliers(seed: int, depth: int) -> np.ndarray:
             if u - r + bound - 1 < 2**31:  # Java retries when this int sum overflows
                 break
         out.append(r)
-    return np.array(out, dtype=np.int64)
+    return tuple(out)
 
 
 def row_coefficients_for(config: Any) -> np.ndarray:
@@ -115,8 +122,10 @@ def kernel_args(config: Any) -> tuple[np.uint64, np.ndarray, bool]:
 
 
 def item_keys(items: object) -> tuple[np.ndarray, bool]:
-    """Return ``(array, mixed)``: raw uint64 view of integer items (``mixed=False``, the kernel
-    mixes them) or ``hash64`` keys of any other items with seed applied later (``mixed=True``)."""
+    """Return ``(array, other)``: the raw uint64 view of integer items (``other=False``; the
+    multiply-shift kernels mix them with the seed, the Spark family hashes them as they are)
+    or the items themselves for any other kind (``other=True``; :func:`prepare` hashes them
+    with ``hash64``)."""
     if hasattr(items, "to_numpy"):
         arr = items.to_numpy()
     elif isinstance(items, np.ndarray):
