@@ -519,18 +519,27 @@ def spark_count_min_counts(blob: bytes, config: CountMinConfig | WindowConfig) -
 def _python_site_sketches(recent: DataFrame, factory: Callable[[], WindowedCountMinOperator]
                           ) -> dict[int, tuple[WindowedCountMin, int]]:
     """``{site: (sketch, last step)}``: each input partition sketches its rows per site in
-    Python, and the driver merges the parts of each site."""
-    parts = recent.mapInArrow(functools.partial(_sketch_partition, factory),
-                              _PART_SCHEMA).collect()
-    states: dict[int, tuple[WindowedCountMin, int]] = {}
-    for row in sorted(parts, key=lambda r: (r["wk_site"], r["wk_last"])):
-        part = factory().sketch.from_bytes(bytes(row["part"]))
-        site = int(row["wk_site"])
-        if site in states:
-            states[site][0].merge(part)
-            part = states[site][0]
-        states[site] = (part, int(row["wk_last"]))
-    return states
+    Python, and one Spark group per site merges its parts (a part holds the rows of its
+    window, so many partitions' parts would not fit on the driver)."""
+    parts = recent.mapInArrow(functools.partial(_sketch_partition, factory), _PART_SCHEMA)
+
+    def merge(site_parts: pd.DataFrame) -> pd.DataFrame:
+        return _merge_site_parts(factory, site_parts)
+
+    merged = parts.groupBy("wk_site").applyInPandas(merge, _PART_SCHEMA).collect()
+    return {int(row["wk_site"]): (factory().sketch.from_bytes(bytes(row["part"])),
+                                  int(row["wk_last"])) for row in merged}
+
+
+def _merge_site_parts(factory: Callable[[], WindowedCountMinOperator],
+                      site_parts: pd.DataFrame) -> pd.DataFrame:
+    """One site's parts summed into one (clocks moved to the latest part's)."""
+    sketch = factory().sketch
+    for blob in site_parts["part"]:
+        sketch.merge(type(sketch).from_bytes(bytes(blob)))
+    return pd.DataFrame({"wk_site": [int(site_parts["wk_site"].iloc[0])],
+                         "part": [sketch.to_bytes()],
+                         "wk_last": [int(site_parts["wk_last"].max())]})
 
 
 def _sketch_partition(factory: Callable[[], WindowedCountMinOperator],
