@@ -259,8 +259,10 @@ def _pushable_lower_bound(df: DataFrame, time: str | Column | None, unit: str,
     if unit == "ticks":
         clock = event_time(df, time, time_unit)
         return clock.at_least
-    if _is_sequence(df, time, time_unit):
-        return lambda cutoff: F.col(time) >= F.lit(-(-int(cutoff) // POSITION_MICROS))
+    if _is_sequence(df, time, time_unit) and POSITION_MICROS == 1000:
+        # a position is one millisecond of the operators' clock: the sequence column's
+        # bound is that of a time in milliseconds
+        return event_time(df, time, "ms").at_least
     return lambda cutoff: None
 
 
@@ -474,9 +476,10 @@ def _jvm_block_sketches(recent: DataFrame, sketch: WindowedCountMin,
         sketches.alias("wk_cms"), F.max("wk_step").alias("wk_last")).collect()
     states: dict[int, tuple[dict[int, np.ndarray], int]] = {}
     for row in rows:
-        blocks, last = states.setdefault(int(row["wk_site"]), ({}, _LONG_MIN))
+        site = int(row["wk_site"])
+        blocks, last = states.get(site, ({}, _LONG_MIN))
         blocks[int(row["wk_block"])] = spark_count_min_counts(bytes(row["wk_cms"]), config)
-        states[int(row["wk_site"])] = (blocks, max(last, int(row["wk_last"])))
+        states[site] = (blocks, max(last, int(row["wk_last"])))
     return states
 
 
@@ -703,16 +706,16 @@ def windowed_count_min(
     prepared, key, site = _prepare(df, item, time, by, shards, unit, time_unit)
     item_col = F.col(item) if isinstance(item, str) else item
     step = F.when(item_col.isNotNull(), F.col(_POS))
-    restore = _time_restorer(df, time, unit, time_unit)
+    columns = _snapshot_columns(df, time, unit, time_unit)
     if not df.isStreaming and snapshot_every is None and algorithm in MERGEABLE:
         factory = functools.partial(make_operator, window, **params)
         local, rejected, rows = _merged_partials(
             prepared, key, site, step, factory, shards,
             _pushable_lower_bound(df, time, unit, time_unit), in_jvm=algorithm in JVM_SKETCHED)
-        rejected = rejected.select(*_snapshot_columns(restore))
+        rejected = rejected.select(*columns)
         if local is None:
             return rejected
-        local = local.select(*_snapshot_columns(restore))
+        local = local.select(*columns)
         out = local.union(rejected)
         _LOCAL_SNAPSHOTS[out] = (local, rows)
         return out
@@ -724,7 +727,7 @@ def windowed_count_min(
                       schema=template.output_schema, inputs={ITEM: key})
     out = run_operator(prepared, job, time=step, key=None, shards=shards, late=late,
                        shard=site, time_unit="us")
-    return out.select(*_snapshot_columns(restore))
+    return out.select(*columns)
 
 
 #: By the DataFrame the mergeable batch path returned: its snapshots alone (a local relation)
@@ -733,21 +736,16 @@ _LOCAL_SNAPSHOTS: weakref.WeakKeyDictionary[
     DataFrame, tuple[DataFrame, list[tuple[Any, ...]]]] = weakref.WeakKeyDictionary()
 
 
-def _time_restorer(df: DataFrame, time: str | Column | None, unit: str,
-                   time_unit: str | None) -> Callable[[], Column]:
-    """The snapshots' ``time`` column (the operators' µs step) in the input's kind: its time
-    for ``unit="ticks"``, a position for ``unit="samples"``."""
+def _snapshot_columns(df: DataFrame, time: str | Column | None, unit: str,
+                      time_unit: str | None) -> list[str | Column]:
+    """The snapshot stream's columns, its ``time`` (the operators' µs step) back in the
+    input's kind: its time for ``unit="ticks"``, a position for ``unit="samples"``."""
     if unit == "ticks":
-        clock = event_time(df, time, time_unit)
-        return lambda: clock.restore(F.col("time"))
-    # integer arithmetic: a double loses positions beyond 2**53 / 1000
-    p = POSITION_MICROS
-    return lambda: F.expr(f"(time - pmod(time, {p})) div {p}")
-
-
-def _snapshot_columns(restore: Callable[[], Column]) -> list[str | Column]:
-    """The snapshot stream's columns, its ``time`` in the input's kind."""
-    return [SHARD, "seq", "n_seen", restore().alias("time"), "sketch", REJECTED, DETAIL_OUT]
+        restored = event_time(df, time, time_unit).restore(F.col("time"))
+    else:  # integer arithmetic: a double loses positions beyond 2**53 / 1000
+        p = POSITION_MICROS
+        restored = F.expr(f"(time - pmod(time, {p})) div {p}")
+    return [SHARD, "seq", "n_seen", restored.alias("time"), "sketch", REJECTED, DETAIL_OUT]
 
 
 def latest_snapshots(snapshots: DataFrame) -> DataFrame:
