@@ -214,6 +214,35 @@ def test_pre_aggregated_cells_give_the_same_reports():
     assert_same_reports(got, want, [*ALL, "slope", "intercept"])
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_rows_or_cells_in_any_order_give_the_reports_of_ordered_ones(data):
+    """The operator orders rows by key and time itself (the runner does not): a batch in
+    any order, raw rows or pre-aggregated cells (one per key and instant, as Spark sends
+    them), gives the reports of the time-ordered rows."""
+    levels = data.draw(nested_levels(max_levels=3))
+    df = data.draw(streams(0, max_rows=40))
+    want = run_in_batches(lambda: MultiGranularAggregator(levels=levels), df, [])
+    order = data.draw(st.permutations(range(len(df))))
+    cells = df.groupby(["key", "time"]).agg(
+        cell_n=("value", "size"), cell_sum=("value", "sum"), cell_min=("value", "min"),
+        cell_max=("value", "max")).reset_index()
+    cells = cells.sample(frac=1, random_state=data.draw(st.integers(0, 99)))
+    for batch in (df.iloc[list(order)], cells):
+        runner = EventTimeRunner(MultiGranularAggregator(levels=levels))
+        out, _ = runner.push(batch.reset_index(drop=True))
+        got = pd.concat([out, runner.finish()], ignore_index=True)
+        assert_same_reports(got, want, ["count", "sum", "mean", "min", "max"])
+
+
+def test_integer_keys_come_out_as_an_integer_column():
+    agg = MultiGranularAggregator(levels=[(2, 1)])
+    rows = pd.DataFrame({"key": [7, 3, 7], "time": [1, 1, 2], "value": [1.0, 2.0, 3.0]})
+    out = pd.concat([agg.process(rows), agg.finish()], ignore_index=True)
+    assert out["key"].dtype == np.int64
+    assert sorted(set(out["key"].tolist())) == [3, 7]
+
+
 @pytest.mark.parametrize(("aggregates", "regression", "needed"), [
     (("count", "sum", "mean", "min", "max"), False, 4),
     (("count", "variance"), False, 6),

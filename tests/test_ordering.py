@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkit.core.ordering import group_rows_by_slot, sort_each_key_by_time
+from windowkit.core.ordering import group_rows_by_slot, key_time_order, sort_each_key_by_time
 
 
 @st.composite
@@ -42,3 +42,16 @@ def test_grouping_then_time_sort_equals_a_stable_sort_by_slot_and_time(case):
     assert np.array_equal(s, slot[order])
     assert np.array_equal(t, time[order])
     assert np.array_equal(c, codes[order])
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows())
+def test_key_time_order_is_a_stable_sort_by_slot_and_time_unless_time_ordered(case):
+    """One composite sort where key and time fit in an int64 together, ``lexsort`` where
+    they do not (times of 2**58 span more than 2**63 over several slots)."""
+    slot, _, time, _ = case
+    order = key_time_order(slot, time)
+    if len(time) < 2 or np.all(np.diff(time) >= 0):
+        assert order is None
+    else:
+        assert np.array_equal(order, np.lexsort((time, slot)))

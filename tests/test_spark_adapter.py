@@ -55,6 +55,15 @@ def test_route_must_name_the_key_or_an_input(spark):
         run_operator(df, folded, time="t", key="k", route="value")
 
 
+def test_left_out_columns_need_a_projection_that_makes_them(spark):
+    df = spark.createDataFrame([("a", 1, True)], "k string, t long, v boolean")
+    job = OperatorJob(factory=functools.partial(ThresholdFramer, "1 rows"),
+                      schema=OUTPUT_SCHEMA, inputs={"value": F.col("v").cast("tinyint")},
+                      left_out=("shard",))
+    with pytest.raises(ValueError, match="`left_out` columns need a `project`"):
+        run_operator(df, job, time="t", key="k", time_unit="us")
+
+
 def test_spark_hash_int_is_the_hash_spark_partitions_by(spark):
     ends = spark.range(2**31 - 3, 2**31).union(spark.range(-(2**31), -(2**31) + 3))
     values = spark.range(-300, 300).union(ends).select(

@@ -10,6 +10,7 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
+from pyspark.sql import functions as F
 
 from windowkit.core.multigranular import MultiGranularAggregator, RecurringItems
 from windowkit.core.multigranular.distinct import relative_error
@@ -130,6 +131,32 @@ def test_plain_aggregates_set_aside_every_bad_row_once(spark):
     assert rejected.filter("rejected = 'malformed'").count() == 3
     assert_equal_reports(to_core_units(reports.toPandas()), core_reports(df, aggregates=plain),
                          plain)
+
+
+@pytest.mark.parametrize("key_type", ["int", "bigint"])
+def test_integer_keys_travel_as_numbers_and_come_back_in_their_type(spark, key_type):
+    """An integer key goes to Python and back as a number, a malformed row's JSON beside
+    it; the columns the JVM makes after Python (range, slide, window_start, mean) are the
+    core's, and with ``mean`` but no ``sum`` the mean comes from Python."""
+    from windowkit.spark import multi_granular, split_reports
+
+    df = records(seed=5)
+    sdf = spark_frame(spark, df).withColumn("source", F.col("source").cast(key_type))
+    when = dt.datetime(2023, 11, 14, 22, 13, 21, tzinfo=dt.UTC)
+    bad = spark.createDataFrame([(None, when, 1.0, "x", 1), (9, when, float("nan"), "x", 1)],
+                                sdf.schema)
+    for aggregates in (["count", "sum", "mean", "min", "max"], ["count", "mean"]):
+        out = multi_granular(sdf.unionByName(bad).repartition(3), "t", WINDOW, by="source",
+                             value="duration", aggregates=aggregates)
+        assert out.schema["source"].dataType.simpleString() == key_type
+        reports, rejected = split_reports(out)
+        assert sorted(r["detail"] for r in rejected.collect()) == [
+            '{"source":9,"t":"2023-11-14T22:13:21.000Z","duration":"NaN","protocol":"x",'
+            '"destination":1}',
+            '{"t":"2023-11-14T22:13:21.000Z","duration":1.0,"protocol":"x","destination":1}']
+        got = to_core_units(reports.toPandas()).astype({"key": str})
+        want = core_reports(df, aggregates=aggregates)
+        assert_equal_reports(got, want, [*aggregates, "range", "slide"])
 
 
 def test_a_batch_reads_its_input_once_with_its_malformed_rows(spark, tmp_path):

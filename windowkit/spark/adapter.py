@@ -49,7 +49,7 @@ from pyspark.sql import types as T
 from windowkit.core.durations import to_micros
 from windowkit.core.operator import KEY, TIME, EventTimeRunner, StreamOperator
 from windowkit.core.validation import check_int
-from windowkit.spark.event_time import event_time
+from windowkit.spark.event_time import column_type, event_time
 from windowkit.spark.processor import ORIGINAL_PREFIX
 from windowkit.spark.processor import RunnerProcessor as _RunnerProcessor
 
@@ -60,6 +60,7 @@ ROUTE = "wk_route"
 REJECTED = "rejected"
 DETAIL_OUT = "detail"
 PAYLOAD = "wk_rows"
+DETAIL_IN = "wk_detail"  # a malformed row's JSON beside a typed key (OperatorJob.typed_key)
 # A folded code takes the two low bits of the time: event times must stay within 2**61 µs
 # (about 73,000 years) of 1970 so that the folded value fits in an int64.
 FOLD_BITS = 2
@@ -122,6 +123,16 @@ class OperatorJob:
         default: the row's columns as JSON. A job whose input is already derived from the
         user's rows (batch multi-granular cells) carries their JSON itself. Late rows of a
         stream are reported with the user's row as it arrived, whatever this is.
+    typed_key : bool, optional
+        Batch only: an integer key travels to Python and back as a long, not as text (the
+        returned ``key`` is then a long), and a malformed row's JSON in a column of its own.
+        Text costs the JVM per row each way, and the operator a string per report.
+    left_out : tuple of str, optional
+        Batch only: output columns (the operator's, or ``shard``) that Python does not send
+        back, for the caller's ``project`` (see :func:`run_operator`) to make from the others
+        in the JVM (or drop):
+        the JVM turns every column of every row from Arrow into its own rows, and a column
+        computed there from others costs less.
     """
 
     factory: Callable[[], StreamOperator]
@@ -132,17 +143,21 @@ class OperatorJob:
     flagged: Column | None = None
     categorical: tuple[str, ...] = ()
     detail: Column | None = None
+    typed_key: bool = False
+    left_out: tuple[str, ...] = ()
 
     def shipped(self) -> list[str]:
         """The inputs that travel as columns of their own."""
         return [name for name in self.inputs if name != self.folded]
 
-    def spark_schema(self) -> T.StructType:
-        fields = [T.StructField(n, _SPARK_TYPES[t], True) for n, t in self.schema]
+    def spark_schema(self, left_out: tuple[str, ...] = (), typed_key: bool = False
+                     ) -> T.StructType:
+        fields = [T.StructField(n, T.LongType() if typed_key and n == KEY else _SPARK_TYPES[t],
+                                True) for n, t in self.schema]
         fields += [T.StructField(SHARD_OUT, T.IntegerType(), True),
                    T.StructField(REJECTED, T.StringType(), True),
                    T.StructField(DETAIL_OUT, T.StringType(), True)]
-        return T.StructType(fields)
+        return T.StructType([f for f in fields if f.name not in left_out])
 
 
 def default_shards(df: DataFrame) -> int:
@@ -178,6 +193,7 @@ def run_operator(
     shard: Column | None = None,
     route: str | None = None,
     time_unit: str | None = None,
+    project: Callable[[dict[str, Column | str]], list[Column | str]] | None = None,
 ) -> DataFrame:
     """Run ``job``'s operator over ``df`` on batch or streaming DataFrames alike.
 
@@ -191,8 +207,8 @@ def run_operator(
         Event time: a timestamp, ``timestamp_ntz``, date, timestamp string, or an integer
         with ``time_unit`` (see :mod:`windowkit.spark.event_time`).
     key : str, Column or None
-        Grouping key (cast to string for transport; a null key makes the row malformed); None
-        for one global key.
+        Grouping key (cast to string for transport, or to a long with ``job.typed_key``; a
+        null key makes the row malformed); None for one global key.
     shards : int, optional
         Spark groups the keys are hashed into; default :func:`default_shards` (one per core
         on a batch, ``spark.sql.shuffle.partitions`` on a stream).
@@ -208,13 +224,19 @@ def run_operator(
         are spread by its hash; a null value makes the row malformed.
     time_unit : {"s", "ms", "us", "ns"}, optional
         The unit of an integer ``time`` column (required for one, refused for any other).
+    project : callable, optional
+        Given the returned columns by name (a Column, or the name itself where the output
+        column is returned as it is), the columns of the result instead: the caller's own
+        projection, made in the adapter's (each DataFrame call is an analysis in the JVM).
+        On a batch, ``job.left_out`` columns are missing from what it is given: it makes
+        them (SQL over the operator's output columns as Python sent them).
 
     Returns
     -------
     DataFrame
         The operator's columns (``timestamp`` columns in the kind of ``time``: timestamps,
         ``timestamp_ntz``, or integers in ``time_unit``) plus ``shard`` (the
-        shard that produced the row), ``rejected`` and ``detail``.
+        shard that produced the row), ``rejected`` and ``detail``; or ``project``'s columns.
     """
     if shards is None:
         shards = default_shards(df)
@@ -243,7 +265,10 @@ def run_operator(
         msg = "`flagged` needs a `folded` input (flagged rows travel with the folded code 3)"
         raise ValueError(msg)
     original = job.detail if job.detail is not None else row_json(df)
-    key_text = key_col.cast("string")
+    typed_key = (job.typed_key and not df.isStreaming and key is not None
+                 and job.flagged is None and route == KEY and not explicit_shard
+                 and isinstance(column_type(df, key), T.IntegralType))
+    key_text = key_col.cast("long" if typed_key else "string")
     if job.folded is not None:
         # a time too far out to fold is not a real event time
         malformed = malformed | ~micros.between(-FOLD_LIMIT, FOLD_LIMIT)
@@ -261,7 +286,8 @@ def run_operator(
     # times as much, and only the rare late rows are turned into JSON.
     own = _own_columns(df) if df.isStreaming else {}
     carried = _carriers(own, job)
-    key_value = F.when(malformed, original).otherwise(key_text)
+    key_value = (F.when(~malformed, key_text) if typed_key
+                 else F.when(malformed, original).otherwise(key_text))
     # A key that is one of the stream's own text or integer columns already travels as that
     # column (for late rows' JSON): its text is made from it in the stateful step, and the key
     # column carries only malformed rows' JSON (Arrow's text of an integer is Spark's).
@@ -291,12 +317,16 @@ def run_operator(
         (F.when(malformed, original) if key_carrier else key_value).alias(KEY),
         F.when(~malformed, shipped_time).alias(TIME),
         *[job.inputs[name].alias(name) for name in job.shipped()],
+        *([F.when(malformed, original).alias(DETAIL_IN)] if typed_key else []),
         *([F.timestamp_micros(micros).alias(EVENT_TIME)]
           if df.isStreaming and watermarked == EVENT_TIME else []),
         *[column.alias(carried[name]) for name, column in own.items()
           if carried[name].startswith(ORIGINAL_PREFIX)],
     )
-    schema = job.spark_schema()
+    if job.left_out and project is None:
+        msg = "`left_out` columns need a `project` that makes them"
+        raise ValueError(msg)
+    schema = job.spark_schema(() if df.isStreaming else job.left_out, typed_key)
     if df.isStreaming:
         # (an event-time column of its own is dropped where the rows are packed)
         prepared = prepared.withWatermark(watermarked, late or "0 seconds")
@@ -339,9 +369,13 @@ def run_operator(
             schema)
     # one projection (each DataFrame call is an analysis in the JVM)
     restored = {name for name, kind in job.schema if kind == "timestamp"}
-    return out.select(*[clock.restore(F.col(field.name)).alias(field.name)
-                        if field.name in restored else field.name
-                        for field in schema.fields])
+    if project is None:
+        return out.select(*[clock.restore(F.col(field.name)).alias(field.name)
+                            if field.name in restored else field.name
+                            for field in schema.fields])
+    return out.select(*project({field.name: clock.restore(F.col(field.name))
+                                if field.name in restored else field.name
+                                for field in schema.fields}))
 
 
 def _run_partition(
@@ -477,12 +511,13 @@ def _key_from_carrier(rows: pa.Table, carrier: str) -> pa.Table:
 
 def _take_malformed(rows: pa.RecordBatch | pa.Table,
                     shipped: list[str]) -> tuple[pa.RecordBatch | pa.Table, pd.DataFrame]:
-    """Split off rows marked malformed (a null time; the key column holds the row as JSON):
-    ``(good rows, rejected frame)``."""
+    """Split off rows marked malformed (a null time; the key column, or with a typed key
+    the detail column, holds the row as JSON): ``(good rows, rejected frame)``."""
     if rows.column(TIME).null_count:
         valid = pc.is_valid(rows.column(TIME))
+        detail = DETAIL_IN if DETAIL_IN in rows.column_names else KEY
         rejected = pd.DataFrame({REJECTED: "malformed", DETAIL_OUT: rows.filter(
-            pc.invert(valid)).column(KEY).to_pandas()})
+            pc.invert(valid)).column(detail).to_pandas()})
         rows = rows.filter(valid)
     else:
         rejected = pd.DataFrame({REJECTED: [], DETAIL_OUT: []})

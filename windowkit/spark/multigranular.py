@@ -45,11 +45,13 @@ from windowkit.core.multigranular.aggregator import (
     make_spec,
 )
 from windowkit.core.multigranular.distinct import DEFAULT_PRECISION
+from windowkit.core.multigranular.spec import MultiGranularSpec
 from windowkit.core.operator import KEY
 from windowkit.core.validation import check_choice
 from windowkit.spark.adapter import (
     DETAIL_OUT,
     REJECTED,
+    SHARD_OUT,
     OperatorJob,
     row_json,
     run_operator,
@@ -58,13 +60,12 @@ from windowkit.spark.adapter import (
 from windowkit.spark.event_time import column_type
 
 TIME_UNITS = {"s": 1_000_000, "ms": 1_000, "us": 1}
-_T_US = "wk_mg_t"
 _KEY = "wk_mg_key"
 _VALUE = "wk_mg_value"
 _ITEM = "wk_mg_item"
 _GRANULE = "wk_mg_g"
+_END = "wk_mg_end"
 _DETAIL = "wk_mg_detail"
-_MALFORMED_ID = "wk_mg_malformed"
 
 
 def multi_granular(
@@ -178,6 +179,8 @@ def multi_granular(
     key_col = F.lit("") if by is None else F.col(by)
     factory = functools.partial(MultiGranularAggregator, config=config)
     schema = factory().output_schema
+    project = _projection(df, by, schema, config.effective_spec, {} if distinct is None else {
+        "distinct": f"distinct_{distinct}" if isinstance(distinct, str) else "distinct"})
     # the sketches hash strings, in the JVM and in Python alike
     item = None if distinct is None else (
         F.col(distinct) if isinstance(distinct, str) else distinct).cast("string")
@@ -188,14 +191,10 @@ def multi_granular(
                    and df.schema[value].dataType == T.DoubleType() else number)
         inputs = {"value": shipped} if item is None else {"value": shipped, ITEM: item}
         job = OperatorJob(factory=factory, schema=schema, inputs=inputs, valid=valid)
-        out = run_operator(df, job, time=F.timestamp_micros(micros), key=by, shards=shards,
-                           late=late)
-    else:
-        out = _batch_cells(df, micros, key_col, number, valid, config, item, factory, schema,
-                           shards)
-    renamed = ({} if distinct is None else
-               {"distinct": f"distinct_{distinct}" if isinstance(distinct, str) else "distinct"})
-    return _finish(out, df, by, schema, renamed)
+        return run_operator(df, job, time=F.timestamp_micros(micros), key=by, shards=shards,
+                            late=late, project=project)
+    return _batch_cells(df, micros, key_col, number, valid, config, item, factory, schema,
+                        shards, project)
 
 
 def recurring_items(
@@ -255,22 +254,19 @@ def recurring_items(
                                 origin=spec.origin, report=report)
     schema = factory().output_schema
     effective = spec.continuous() if report == "continuous" else spec
+    project = _projection(df, by, schema, effective)
     if df.isStreaming:
         job = OperatorJob(factory=factory, schema=schema, inputs={"item": item_col},
                           valid=valid)
-        out = run_operator(df, job, time=F.timestamp_micros(micros), key=by, shards=shards,
-                           late=late)
-    else:
-        good = _good(valid, micros, key_col)
-        base = _with_malformed(df, good, key_col, micros, {_ITEM: item_col})
-        b0, t0 = effective.finest_slide, effective.origin
-        cells = (base.withColumn(_GRANULE, _granule(t0, b0))
-                 .groupBy(_KEY, _ITEM, _GRANULE, _MALFORMED_ID, _DETAIL)
-                 .agg(F.count(F.lit(1)).alias("cell_n")))
-        out = _run_cells(cells, factory, schema,
-                         {"item": F.expr(_ITEM), "cell_n": F.expr("cell_n")}, shards,
-                         F.expr(_granule_end(t0, b0)))
-    return _finish(out, df, by, schema)
+        return run_operator(df, job, time=F.timestamp_micros(micros), key=by, shards=shards,
+                            late=late, project=project)
+    good = _good(valid, micros, key_col)
+    b0, t0 = effective.finest_slide, effective.origin
+    base = _with_malformed(df, good, key_col, micros, t0, b0, {_ITEM: item_col})
+    cells = base.groupBy(_KEY, _ITEM, _GRANULE, _DETAIL).agg(F.expr("count(1) AS cell_n"),
+                                                             _granule_end(t0, b0))
+    return _run_cells(cells, factory, schema,
+                      {"item": F.expr(_ITEM), "cell_n": F.expr("cell_n")}, shards, project)
 
 
 def split_reports(result: DataFrame) -> tuple[DataFrame, DataFrame]:
@@ -291,31 +287,32 @@ def split_reports(result: DataFrame) -> tuple[DataFrame, DataFrame]:
 # ---------------------------------------------------------------------- internals
 def _batch_cells(df: DataFrame, micros: Column, key_col: Column, number: Column, valid: Column,
                  config: AggregatorConfig, item: Column | None, factory, schema,
-                 shards: int | None) -> DataFrame:
+                 shards: int | None, project) -> DataFrame:
     """Batch: one cell per key and finest granule in the JVM (with its HLL sketch of ``item``
     for distinct counts), then the chains in Python."""
     spec = config.effective_spec
     b0, t0 = spec.finest_slide, spec.origin
     good = _good(valid, micros, key_col)
-    base = _with_malformed(df, good, key_col, micros, {
-        _VALUE: number, _ITEM: F.lit(None).cast("string") if item is None else item})
-    end = F.expr(_granule_end(t0, b0))
     # only the moments the reports read: each costs the JVM's aggregation a buffer and the
     # transfer to Python a column (and each Column built costs the driver py4j calls)
     wanted = config.cell_columns
-    times = {"cell_t_mean", "cell_t_m2", "cell_tv"} & set(wanted)
+    columns = {_VALUE: number}
+    if item is not None:
+        columns[_ITEM] = item
+    if {"cell_t_mean", "cell_t_m2", "cell_tv"} & set(wanted):
+        # the row's time from its granule's end, within (-b0, 0]: doubles stay exact
+        columns["wk_dt"] = (micros - F.lit(t0) - _granule_of(micros, t0, b0) * F.lit(b0)
+                            ).cast("double")
+    base = _with_malformed(df, good, key_col, micros, t0, b0, columns)
     sketch = ([F.hll_sketch_agg(_ITEM, config.distinct_precision).alias(CELL_HLL)]
               if config.distinct else [])
-    columns = {_GRANULE: _granule(t0, b0)}
-    if times:  # within (-b0, 0]: doubles stay exact
-        columns["wk_dt"] = F.expr(f"cast({_T_US} - ({_granule_end(t0, b0)}) as double)")
-    cells = (base.withColumns(columns)
-             .groupBy(_KEY, _GRANULE, _MALFORMED_ID, _DETAIL)
-             .agg(*[F.expr(_CELL_AGGREGATES[c]).alias(c) for c in wanted], *sketch))
+    cells = (base.groupBy(_KEY, _GRANULE, _DETAIL)
+             .agg(*[F.expr(_CELL_AGGREGATES[c]).alias(c) for c in wanted], *sketch,
+                  _granule_end(t0, b0)))
     inputs = {c: F.expr(f"CAST({c} AS DOUBLE)") for c in wanted}
     if config.distinct:
         inputs[CELL_HLL] = F.expr(CELL_HLL)
-    return _run_cells(cells, factory, schema, inputs, shards, end)
+    return _run_cells(cells, factory, schema, inputs, shards, project, _left_out(config))
 
 
 #: Each cell column as a SQL aggregate of the granule's rows (text: one py4j call per column).
@@ -327,65 +324,94 @@ _CELL_AGGREGATES = {
 }
 
 
-def _granule_end(t0: int, b0: int) -> str:
-    """The end instant (µs) of granule ``wk_mg_g`` as SQL."""
-    return f"{int(t0)} + {_GRANULE} * {int(b0)}"
+def _granule_end(t0: int, b0: int) -> Column:
+    """The end instant of the cell's granule, a timestamp (an expression of a grouping
+    column, so the cells carry it by name); null for a malformed row's group."""
+    return F.expr(f"CASE WHEN {_GRANULE} >= 0 THEN timestamp_micros({int(t0)} + {_GRANULE} * "
+                  f"{int(b0)}) END AS {_END}")
 
 
-def _with_malformed(df: DataFrame, good: Column, key_col: Column, micros: Column,
-                    columns: dict[str, Column]) -> DataFrame:
-    """The rows for the JVM aggregation, malformed ones included: their key, time and other
-    columns null (no cell of a key), each in a group of its own (a row id), with its JSON in
-    ``_DETAIL`` (null for the others).
+def _with_malformed(df: DataFrame, good: Column, key_col: Column, micros: Column, t0: int,
+                    b0: int, columns: dict[str, Column]) -> DataFrame:
+    """The rows for the JVM aggregation by (key, granule, detail), malformed ones included.
+
+    A good row has its key and its granule, ``>= 0`` since its time is at least ``t0``, and
+    no detail. A malformed row has no key, its JSON as detail and a granule of its own below
+    0 (``-1 -`` a row id): a group of its own (two alike are two rows), told apart by its
+    granule alone; its other columns are null.
 
     The malformed rows ride along in the one scan of the input and are reported by the
     adapter, instead of being found by a second scan of it. The scan then reads every column
     of the input, for those rows' JSON, even if only the reports are kept.
     """
     original = row_json(df, own_only=False)
-    return df.select(F.when(good, key_col).alias(_KEY), F.when(good, micros).alias(_T_US),
-                     *[F.when(good, column).alias(name) for name, column in columns.items()],
-                     F.when(~good, F.monotonically_increasing_id()).alias(_MALFORMED_ID),
-                     F.when(~good, original).alias(_DETAIL))
+    return df.select(
+        F.when(good, key_col).alias(_KEY),
+        F.when(good, _granule_of(micros, t0, b0))
+        .otherwise(F.lit(-1) - F.monotonically_increasing_id()).alias(_GRANULE),
+        F.when(~good, original).alias(_DETAIL),
+        *[F.when(good, column).alias(name) for name, column in columns.items()])
 
 
 def _run_cells(cells: DataFrame, factory, schema, inputs: dict[str, Column],
-               shards: int | None, end: Column) -> DataFrame:
-    """Run the operator over the cells, each at its granule's ``end`` instant (µs); the
-    malformed rows among them are reported with their JSON."""
-    detail = F.expr(_DETAIL)
+               shards: int | None, project, left_out: tuple[str, ...] = ()) -> DataFrame:
+    """Run the operator over the cells, each at its granule's end instant; the malformed
+    rows among them are reported with their JSON."""
     job = OperatorJob(factory=factory, schema=schema, inputs=inputs,
-                      valid=detail.isNull(), detail=detail)
-    return run_operator(cells, job, time=F.timestamp_micros(end), key=_KEY, shards=shards)
+                      valid=F.expr(f"{_GRANULE} >= 0"), detail=F.expr(_DETAIL),
+                      typed_key=True, left_out=left_out)
+    return run_operator(cells, job, time=_END, key=_KEY, shards=shards, project=project)
 
 
 def _good(valid: Column, micros: Column, key_col: Column) -> Column:
     return F.coalesce(valid & micros.isNotNull() & key_col.isNotNull(), F.lit(False))
 
 
-def _granule(t0: int, b0: int) -> Column:
+def _granule_of(micros: Column, t0: int, b0: int) -> Column:
     """``ceil((t - t0) / b0)`` in integers (for ``t >= t0``, so ``div`` truncates = floors)."""
-    return F.expr(f"({_T_US} - ({int(t0)}) + {int(b0) - 1}) div {int(b0)}")
+    return F.call_function("div", micros - F.lit(int(t0)) + F.lit(int(b0) - 1), F.lit(int(b0)))
 
 
-def _finish(out: DataFrame, df: DataFrame, by: str | None, schema,
-            renamed: dict[str, str] | None = None) -> DataFrame:
-    """The reports' columns in order, the key back in ``by``'s type and name: one projection
-    (each DataFrame call is an analysis in the JVM)."""
+def _projection(df: DataFrame, by: str | None, schema, spec: MultiGranularSpec,
+                renamed: dict[str, str] | None = None):
+    """The adapter's projection to the reports' columns in order, the key back in ``by``'s
+    type and name; the columns in :func:`_left_out` made from the others."""
     renamed = dict(renamed or {})
-    key = F.col(KEY)
     if by is not None:
-        key = key.cast(df.schema[by].dataType)
         renamed[KEY] = by
+    key_type = None if by is None else df.schema[by].dataType
     names = [n for n, _ in schema] + [REJECTED, DETAIL_OUT]
+    level = "CASE level " + " ".join(f"WHEN {k} THEN {{}}" for k in range(spec.n_levels)) + " END"
+    derived = {  # over the columns as Python sends them: times in µs
+        "range": level.format(*[lv.range for lv in spec.levels]),
+        "slide": level.format(*[lv.slide for lv in spec.levels]),
+        "window_start": f"timestamp_micros(greatest({int(spec.origin)}, window_end - "
+                        f"{level.format(*[lv.range for lv in spec.levels])}))",
+        "mean": "sum / count",
+    }
 
-    def column(name: str) -> str | Column:
-        # plain names and SQL text: a Column built by a pyspark function costs py4j calls
-        if name == KEY:
-            return key.alias(renamed[KEY]) if KEY in renamed else key
-        return F.expr(f"`{name}` AS `{renamed[name]}`") if name in renamed else name
+    def project(columns: dict[str, Column | str]) -> list[Column | str]:
+        def column(name: str) -> Column | str:
+            # plain names and SQL text: a Column built by a pyspark function costs py4j calls
+            if name == KEY and key_type is not None:
+                return F.col(KEY).cast(key_type).alias(renamed[KEY])
+            if name not in columns:
+                return F.expr(f"{derived[name]} AS `{name}`")
+            if not isinstance(columns[name], str):
+                return columns[name].alias(renamed.get(name, name))
+            return F.expr(f"`{name}` AS `{renamed[name]}`") if name in renamed else name
 
-    return out.select(*[column(n) for n in names])
+        return [column(n) for n in names]
+
+    return project
+
+
+def _left_out(config: AggregatorConfig) -> tuple[str, ...]:
+    """Report columns a batch's Python stage leaves for :func:`_projection` to make in the
+    JVM (and the adapter's ``shard``, which the reports do not have): each column Python
+    sends costs the JVM per row."""
+    mean = ("mean",) if {"count", "sum", "mean"} <= set(config.aggregates) else ()
+    return ("range", "slide", "window_start", *mean, SHARD_OUT)
 
 
 def _number(col: Column) -> Column:

@@ -67,7 +67,7 @@ from windowkit.core.multigranular.distinct import (
 from windowkit.core.multigranular.spec import MultiGranularSpec
 from windowkit.core.multigranular.state import END_OF_INPUT, ChainState, Reports
 from windowkit.core.operator import KEY, TIME, StreamOperator
-from windowkit.core.ordering import factorize_keys
+from windowkit.core.ordering import factorize_keys, key_time_order
 from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
 from windowkit.core.validation import check_choice
 
@@ -251,6 +251,8 @@ class MultiGranularAggregator(ChainOperator):
 
     FORMAT_TAG = "MGRAGGR"
     FORMAT_VERSION = 2  # 2: distinct counts (their sketches and parameters)
+    # rows out of time order are sorted by key and time at once (key_time_order)
+    ORDERS_ROWS_ITSELF = True
 
     def __init__(
         self,
@@ -321,14 +323,10 @@ class MultiGranularAggregator(ChainOperator):
             raise ValueError(msg)
         time = batch[TIME].to_numpy().astype(np.int64, copy=False)
         keys = batch[KEY] if KEY in batch else np.zeros(len(batch), dtype=np.int64)
-        if len(time) > 1 and np.any(time[1:] < time[:-1]):
-            order = np.argsort(time, kind="stable")
-            batch, time = batch.iloc[order], time[order]
-            keys = keys.iloc[order] if isinstance(keys, pd.Series) else keys[order]
         st = self._state
-        if st.frontier is not None and time[0] <= st.frontier:
-            msg = (f"`time` went backwards: {int(time[0])} after reports up to {st.frontier} "
-                   f"were final; rows must arrive in time order")
+        if st.frontier is not None and time.min() <= st.frontier:
+            msg = (f"`time` went backwards: {int(time.min())} after reports up to "
+                   f"{st.frontier} were final; rows must arrive in time order")
             raise ValueError(msg)
         keep = time >= self.spec.origin
         if not keep.all():
@@ -339,14 +337,20 @@ class MultiGranularAggregator(ChainOperator):
                 return self.empty_output()
         codes, uniques = factorize_keys(keys)
         slot = st.slots(uniques)[codes]
-        frontier = int(time[-1]) - 1
+        frontier = int(time.max()) - 1
+        order = key_time_order(slot, time)
+        if order is not None:
+            slot, time = slot[order], time[order]
         if self._sketches is not None:
-            self._sketch(batch, slot, st.granules(time))
+            self._sketch(batch, slot, st.granules(time), order)
         if CELL_COLUMNS[0] in batch:
-            reports = st.fold_cells(slot, time, self._cells(batch), frontier)
+            cells = self._cells(batch)
+            reports = st.fold_cells(slot, time, cells if order is None else cells[order],
+                                    frontier)
         else:
             value = batch[VALUE].to_numpy(np.float64)
-            reports = st.fold_rows(slot, time, value, frontier)
+            reports = st.fold_rows(slot, time, value if order is None else value[order],
+                                   frontier)
         return self._frame(reports)
 
     def _cells(self, batch: pd.DataFrame) -> np.ndarray:
@@ -364,11 +368,15 @@ class MultiGranularAggregator(ChainOperator):
                 cells[:, i] = batch[name].to_numpy(np.float64)
         return cells
 
-    def _sketch(self, batch: pd.DataFrame, slot: np.ndarray, granule: np.ndarray) -> None:
-        if CELL_HLL in batch:
-            self._sketches.add_sketches(slot, granule, batch[CELL_HLL].to_numpy(object))
+    def _sketch(self, batch: pd.DataFrame, slot: np.ndarray, granule: np.ndarray,
+                order: np.ndarray | None) -> None:
+        column = CELL_HLL if CELL_HLL in batch else ITEM
+        values = batch[column].to_numpy(object)
+        values = values if order is None else values[order]
+        if column == CELL_HLL:
+            self._sketches.add_sketches(slot, granule, values)
         else:
-            self._sketches.add_items(slot, granule, batch[ITEM].to_numpy(object))
+            self._sketches.add_items(slot, granule, values)
 
     def horizon(self, horizon: int) -> pd.DataFrame:
         """Continuous state reporting: per key, the aggregates over the horizon ending at the
@@ -435,7 +443,7 @@ class MultiGranularAggregator(ChainOperator):
         c = rep.cells
         n = c[:, N]
         cols = {
-            KEY: np.asarray(self._state.keys, dtype=object)[rep.slot],
+            KEY: self._state.key_values()[rep.slot],
             "level": rep.level.astype(np.int64),
             "range": rng,
             "slide": sld,
@@ -460,7 +468,9 @@ class MultiGranularAggregator(ChainOperator):
                 cols["decayed_mean"] = rep.extras[:, 0] / rep.extras[:, 1]
         if distinct is not None:
             cols["distinct"] = distinct
-        return pd.DataFrame(cols)
+        # copy=False: every column is a fresh array, and pandas would otherwise stack those
+        # of one dtype into a block (a copy of the whole output)
+        return pd.DataFrame(cols, copy=False)
 
     def _drop_idle_sketches(self) -> None:
         """Sketches of keys whose chain holds nothing (no cell, no open cell) are stale."""

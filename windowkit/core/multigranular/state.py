@@ -62,6 +62,7 @@ class ChainState:
                         else np.asarray(weights, dtype=np.float64))
         self.keys: list = []
         self.index: dict = {}
+        self._key_values: np.ndarray | None = None
         self.frontier: int | None = None  # rows at or before this instant have all arrived
         self._alloc(0)
 
@@ -96,6 +97,29 @@ class ChainState:
                 index[k] = len(self.keys)
                 self.keys.append(k)
         return np.fromiter((index[k] for k in unique_keys.tolist()), np.int64, len(unique_keys))
+
+    def key_values(self) -> np.ndarray:
+        """The keys by slot as one array: int64 when they are all integers (a column of
+        numbers for the reports, not one Python object per row), else objects.
+
+        Examples
+        --------
+        >>> from windowkit.core.multigranular.spec import MultiGranularSpec
+        >>> st = ChainState(MultiGranularSpec.from_levels([(2, 1)]), 1)
+        >>> st.slots(np.array([7, 3])).tolist(), st.key_values().dtype.name
+        ([0, 1], 'int64')
+        """
+        values = self._key_values
+        if values is None or len(values) != len(self.keys):
+            values = np.asarray(self.keys, dtype=object)
+            if len(values) and all(isinstance(k, (int, np.integer)) and not isinstance(k, bool)
+                                   for k in self.keys):
+                try:
+                    values = values.astype(np.int64)
+                except OverflowError:  # integers beyond int64 stay Python integers
+                    pass
+            self._key_values = values
+        return values
 
     # ------------------------------------------------------------------ stepping
     def granules(self, time: np.ndarray) -> np.ndarray:
@@ -204,6 +228,7 @@ class ChainState:
             raise StateFormatError(msg)
         self._alloc(used)
         self.keys = list(keys)
+        self._key_values = None
         self.index = {k: i for i, k in enumerate(self.keys)}
         if len(self.index) != used:
             msg = "multi-granular state holds duplicate keys"
