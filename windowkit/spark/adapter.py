@@ -363,19 +363,24 @@ def run_operator(
             partitioned = partitioned.drop(ROUTE)
         # Arrow batches, not pandas: the key column goes to the operator as dictionary codes
         # (a Categorical) instead of millions of Python strings.
+        # A batch's rejected rows are all malformed, and they alone have a detail: the label
+        # is made in the JVM below, not sent from Python as a column of every row.
+        sent = T.StructType([field for field in schema.fields if field.name != REJECTED])
         out = partitioned.mapInArrow(
             functools.partial(_run_partition, job.factory, job.shipped(), job.folded,
-                              job.flagged is not None, schema, job.categorical),
-            schema)
+                              job.flagged is not None, sent, job.categorical),
+            sent)
     # one projection (each DataFrame call is an analysis in the JVM)
     restored = {name for name, kind in job.schema if kind == "timestamp"}
+    columns: dict[str, Column | str] = {
+        field.name: clock.restore(F.col(field.name)) if field.name in restored else field.name
+        for field in schema.fields}
+    if not df.isStreaming:
+        columns[REJECTED] = F.expr(f"CASE WHEN {DETAIL_OUT} IS NOT NULL THEN 'malformed' END")
     if project is None:
-        return out.select(*[clock.restore(F.col(field.name)).alias(field.name)
-                            if field.name in restored else field.name
-                            for field in schema.fields])
-    return out.select(*project({field.name: clock.restore(F.col(field.name))
-                                if field.name in restored else field.name
-                                for field in schema.fields}))
+        return out.select(*[column if isinstance(column, str) else column.alias(name)
+                            for name, column in columns.items()])
+    return out.select(*project(columns))
 
 
 def _run_partition(

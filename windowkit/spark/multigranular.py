@@ -387,7 +387,7 @@ def _projection(df: DataFrame, by: str | None, schema, spec: MultiGranularSpec,
         "slide": level.format(*[lv.slide for lv in spec.levels]),
         "window_start": f"timestamp_micros(greatest({int(spec.origin)}, window_end - "
                         f"{level.format(*[lv.range for lv in spec.levels])}))",
-        "mean": "sum / count",
+        "mean": "try_divide(sum, count)",  # count >= 1 in a report; null (as NaN is) if not
     }
 
     def project(columns: dict[str, Column | str]) -> list[Column | str]:
