@@ -15,8 +15,9 @@ protocol), each timed per tuple and per time unit over a stream of ``--units`` t
 Spark (``--spark``): batch, ``--rows`` rows over 1,000 keys, 5 levels, count/sum/mean/min/max:
 ``multi_granular`` against (a) five separate ``window()`` aggregations and (b) the expert SQL
 (panes per finest granule, then a range window per level); all three are checked to give the
-same rows. Each path has an untimed run, then their timed runs interleave (median of
-``--runs``). Then Structured Streaming rows/s over 10 files: the median of ``--stream-runs``
+same rows. Each path has ``--warmup`` untimed runs (round robin), then their timed runs
+interleave (median of ``--spark-runs``); the untimed runs' seconds are kept too (the first
+is the cold one). Then Structured Streaming rows/s over 10 files: the median of ``--stream-runs``
 queries, each end to end.
 
     .venv/bin/python bench/multigranular.py                 # core, paper's experiments
@@ -259,7 +260,8 @@ def differing(ours, theirs) -> int:
     return joined.filter(bad).count()
 
 
-def spark_benchmarks(rows: int, runs: int, master: str, stream_runs: int = 3) -> dict:
+def spark_benchmarks(rows: int, runs: int, master: str, stream_runs: int = 3,
+                     warmup: int = 2) -> dict:
     from windowkit.spark import multi_granular, windowkit_session
 
     # numba compiles a kernel once per installation (its cache is on disk): without this, a
@@ -282,12 +284,19 @@ def spark_benchmarks(rows: int, runs: int, master: str, stream_runs: int = 3) ->
             "expert_sql": lambda: expert_sql(spark, table),
         }
         results: dict = {"rows": rows, "window": SPARK_WINDOW, "runs": runs,
+                         "warmup_runs": warmup,
                          "kernels_compiled_or_loaded_seconds": kernels}
-        # one untimed run of each path first (the JVM's JIT and the Python workers start once
-        # per session), then the runs interleave: the JIT keeps compiling for several runs,
-        # and whichever path ran all its runs first would pay for that alone
-        for build in paths.values():
-            build().write.format("noop").mode("overwrite").save()
+        # untimed runs of each path first, round robin: the Python workers start once per
+        # session, and the JVM's JIT compiles a short job's code over its first few runs
+        # (a 2 s job took 2.6, 1.9, 1.8, 1.7, 1.7 s after one untimed run, where a 20 s job
+        # is warm within its first run); then the timed runs interleave, so that whichever
+        # path ran all its runs first does not pay for the JIT alone
+        cold: dict[str, list[float]] = {name: [] for name in paths}
+        for _ in range(warmup):
+            for name, build in paths.items():
+                start = time.perf_counter()
+                build().write.format("noop").mode("overwrite").save()
+                cold[name].append(time.perf_counter() - start)
         times: dict[str, list[float]] = {name: [] for name in paths}
         for _ in range(runs):
             for name, build in paths.items():
@@ -296,6 +305,7 @@ def spark_benchmarks(rows: int, runs: int, master: str, stream_runs: int = 3) ->
                 times[name].append(time.perf_counter() - start)
         for name, seconds in times.items():
             results[name] = {"seconds": statistics.median(seconds), "all": seconds,
+                             "untimed": cold[name],
                              "rows_per_s": rows / statistics.median(seconds)}
         ours = paths["multi_granular"]()
         for name in ("separate_window", "expert_sql"):
@@ -374,6 +384,10 @@ def print_spark(res: dict) -> None:
         print(f"{name:>16} {r['seconds']:>8.2f} {r['rows_per_s'] / 1e6:>9.3f} "
               f"{'' if ratio is None else f'{ratio:.2f}x':>10} "
               f"{r.get('rows_differing_from_multi_granular', ''):>9}")
+    if res["multi_granular"].get("untimed"):
+        print("untimed warm-up runs (the first is the cold one): " + "; ".join(
+            f"{name} " + ", ".join(f"{x:.2f}" for x in res[name]["untimed"])
+            for name in ("multi_granular", "separate_window", "expert_sql")))
     s = res["streaming"]
     print(f"Structured Streaming over {s['files']} files, median of {s['runs']} queries: "
           f"{s['rows_per_s'] / 1e6:.3f} M rows/s end to end ({s['seconds']:.1f} s; numba's "
@@ -401,11 +415,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spark", action="store_true", help="also run the Spark part")
     parser.add_argument("--rows", type=float, default=1e7, help="Spark batch rows")
     parser.add_argument("--skip-core", action="store_true")
-    parser.add_argument("--spark-runs", type=int, default=5)
+    parser.add_argument("--spark-runs", type=int, default=7)
+    parser.add_argument("--warmup", type=int, default=2,
+                        help="untimed runs of each Spark batch path before the timed ones")
     parser.add_argument("--stream-runs", type=int, default=3,
                         help="streaming queries timed (median reported, and each)")
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args(argv)
+    if args.warmup < 1:
+        parser.error(f"--warmup takes at least 1 (got {args.warmup})")
     if args.spark_runs < 1 or args.stream_runs < 1:
         parser.error(f"--spark-runs and --stream-runs take at least 1 (got {args.spark_runs}, "
                      f"{args.stream_runs})")
@@ -423,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
         print_core(results["core"])
     if args.spark:
         results["spark"] = spark_benchmarks(int(args.rows), args.spark_runs, args.master,
-                                            args.stream_runs)
+                                            args.stream_runs, args.warmup)
         print_spark(results["spark"])
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
     with open(RESULTS, "w") as fh:

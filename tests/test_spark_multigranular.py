@@ -159,6 +159,20 @@ def test_integer_keys_travel_as_numbers_and_come_back_in_their_type(spark, key_t
         assert_equal_reports(got, want, [*aggregates, "range", "slide"])
 
 
+def test_recurring_items_with_integer_keys_equal_those_with_their_text(spark):
+    from windowkit.spark import recurring_items
+
+    sdf = spark_frame(spark, records(seed=6))
+    bad = spark.createDataFrame([(None, None, 1.0, "x", 1)], sdf.schema)
+    numbered = sdf.unionByName(bad).withColumn("source", F.col("source").cast("int"))
+    out = recurring_items(numbered, "t", "protocol", WINDOW, by="source")
+    assert out.schema["source"].dataType.simpleString() == "int"
+    text = recurring_items(sdf.unionByName(bad), "t", "protocol", WINDOW, by="source")
+    rows = sorted(tuple(map(str, r)) for r in out.collect())
+    assert rows == sorted(tuple(map(str, r)) for r in text.collect())
+    assert sum(r[-2] == "malformed" for r in rows) == 1 and len(rows) > 20
+
+
 def test_a_batch_reads_its_input_once_with_its_malformed_rows(spark, tmp_path):
     """Malformed rows travel with the others through the one scan of the input (a second
     scan to find them read every file again), for aggregates and recurring items alike."""

@@ -159,7 +159,7 @@ def key_time_order(slot: np.ndarray, time: np.ndarray) -> np.ndarray | None:
 
     One sort, where ordering by time and then grouping by key takes two and a gather of
     every column in between: the key and the time as one int64 when they fit in one (the
-    time relative to the batch's first instant), else ``lexsort``.
+    time relative to the batch's earliest), else ``lexsort``.
 
     Parameters
     ----------

@@ -125,8 +125,9 @@ class OperatorJob:
         stream are reported with the user's row as it arrived, whatever this is.
     typed_key : bool, optional
         Batch only: an integer key travels to Python and back as a long, not as text (the
-        returned ``key`` is then a long), and a malformed row's JSON in a column of its own.
-        Text costs the JVM per row each way, and the operator a string per report.
+        returned ``key`` is then a long), and a malformed row's JSON in a column of its own
+        (malformed rows, having no key, then meet in one task). Text costs the JVM per row
+        each way, and the operator a string per report.
     left_out : tuple of str, optional
         Batch only: output columns (the operator's, or ``shard``) that Python does not send
         back, for the caller's ``project`` (see :func:`run_operator`) to make from the others

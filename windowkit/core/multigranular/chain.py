@@ -80,19 +80,16 @@ def _grow(out_i, out_f, out_x, m):  # pragma: no cover - compiled
 @numba.njit(cache=True, inline="always")
 def _push(ring, ring_end, head, size, s, k, end, cell, lay_s, off, cap, b0):  # pragma: no cover
     """Append (or merge into the tail) a cell ending at finest granule ``end`` at level k."""
-    e2 = end if lay_s[k] == 1 else -((-end) // lay_s[k]) * lay_s[k]
+    e2 = -((-end) // lay_s[k]) * lay_s[k]
     shift = float((end - e2) * b0)
-    pos = head[s, k] + size[s, k]  # one past the tail, before wrapping
-    if pos >= cap[k]:
-        pos -= cap[k]
     if size[s, k] > 0:
-        tail = off[k] + (pos - 1 if pos > 0 else cap[k] - 1)
+        tail = off[k] + (head[s, k] + size[s, k] - 1) % cap[k]
         if ring_end[s, tail] == e2:
             merge_into(ring[s, tail], cell, shift)
             return 0
     if size[s, k] == cap[k]:
         return 1
-    pos += off[k]
+    pos = off[k] + (head[s, k] + size[s, k]) % cap[k]
     ring[s, pos, 0] = 0.0
     merge_into(ring[s, pos], cell, shift)
     ring_end[s, pos] = e2
@@ -163,8 +160,7 @@ def run_chain(c_slot, c_g, cells, frontier_g, ring, ring_end, head, size, last_g
             else:
                 target = frontier_g
             # step the chain through every instant in (done_g, target] where something is due
-            # (none when a key's cells come granule after granule: spare the divisions)
-            if last_g[s] != NONE and target > done_g[s]:
+            if last_g[s] != NONE:
                 c = done_g[s]
                 while True:
                     gn = np.iinfo(np.int64).max
