@@ -131,9 +131,8 @@ class OperatorJob:
     left_out : tuple of str, optional
         Batch only: output columns (the operator's, or ``shard``) that Python does not send
         back, for the caller's ``project`` (see :func:`run_operator`) to make from the others
-        in the JVM (or drop):
-        the JVM turns every column of every row from Arrow into its own rows, and a column
-        computed there from others costs less.
+        in the JVM, or to drop. The JVM turns every column of every row Python sends from
+        Arrow into its own rows; a column it computes from others costs less.
     """
 
     factory: Callable[[], StreamOperator]
@@ -362,11 +361,11 @@ def run_operator(
             partitioned = prepared.repartition(shards, route_by)
         if route_by == ROUTE:
             partitioned = partitioned.drop(ROUTE)
-        # Arrow batches, not pandas: the key column goes to the operator as dictionary codes
-        # (a Categorical) instead of millions of Python strings.
         # A batch's rejected rows are all malformed, and they alone have a detail: the label
         # is made in the JVM below, not sent from Python as a column of every row.
         sent = T.StructType([field for field in schema.fields if field.name != REJECTED])
+        # Arrow batches, not pandas: the key column goes to the operator as dictionary codes
+        # (a Categorical) instead of millions of Python strings.
         out = partitioned.mapInArrow(
             functools.partial(_run_partition, job.factory, job.shipped(), job.folded,
                               job.flagged is not None, sent, job.categorical),
