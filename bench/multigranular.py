@@ -291,18 +291,8 @@ def spark_benchmarks(rows: int, runs: int, master: str, stream_runs: int = 3,
         # (a 2 s job took 2.6, 1.9, 1.8, 1.7, 1.7 s after one untimed run, where a 20 s job
         # is warm within its first run); then the timed runs interleave, so that whichever
         # path ran all its runs first does not pay for the JIT alone
-        cold: dict[str, list[float]] = {name: [] for name in paths}
-        for _ in range(warmup):
-            for name, build in paths.items():
-                start = time.perf_counter()
-                build().write.format("noop").mode("overwrite").save()
-                cold[name].append(time.perf_counter() - start)
-        times: dict[str, list[float]] = {name: [] for name in paths}
-        for _ in range(runs):
-            for name, build in paths.items():
-                start = time.perf_counter()
-                build().write.format("noop").mode("overwrite").save()
-                times[name].append(time.perf_counter() - start)
+        cold = run_rounds(paths, warmup)
+        times = run_rounds(paths, runs)
         for name, seconds in times.items():
             results[name] = {"seconds": statistics.median(seconds), "all": seconds,
                              "untimed": cold[name],
@@ -346,6 +336,17 @@ def spark_benchmarks(rows: int, runs: int, master: str, stream_runs: int = 3,
     finally:
         spark.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run_rounds(paths: dict, rounds: int) -> dict[str, list[float]]:
+    """Seconds of each path's run to a noop sink, ``rounds`` times round robin."""
+    times: dict[str, list[float]] = {name: [] for name in paths}
+    for _ in range(rounds):
+        for name, build in paths.items():
+            start = time.perf_counter()
+            build().write.format("noop").mode("overwrite").save()
+            times[name].append(time.perf_counter() - start)
+    return times
 
 
 def noop_sink(out, checkpoint: str):
