@@ -382,11 +382,11 @@ def _projection(df: DataFrame, by: str | None, schema, spec: MultiGranularSpec,
     key_type = None if by is None else df.schema[by].dataType
     names = [n for n, _ in schema] + [REJECTED, DETAIL_OUT]
     level = "CASE level " + " ".join(f"WHEN {k} THEN {{}}" for k in range(spec.n_levels)) + " END"
+    ranges = level.format(*[lv.range for lv in spec.levels])
     derived = {  # over the columns as Python sends them: times in µs
-        "range": level.format(*[lv.range for lv in spec.levels]),
+        "range": ranges,
         "slide": level.format(*[lv.slide for lv in spec.levels]),
-        "window_start": f"timestamp_micros(greatest({int(spec.origin)}, window_end - "
-                        f"{level.format(*[lv.range for lv in spec.levels])}))",
+        "window_start": f"timestamp_micros(greatest({int(spec.origin)}, window_end - {ranges}))",
         "mean": "try_divide(sum, count)",  # count >= 1 in a report; null (as NaN is) if not
     }
 
