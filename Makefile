@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml | $(VENV)/bin/python
 	touch $@
 
 $(STAMP_DEV): pyproject.toml | $(VENV)/bin/python
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,connect]'
 	touch $@ $(STAMP)
 
 demo: java $(STAMP)

@@ -50,7 +50,10 @@ class StageProgress:
 
     def __init__(self, spark, progress: Progress, label: str, every: float = 10.0,
                  poll: float = 1.0) -> None:
-        self.tracker = spark.sparkContext.statusTracker()
+        from windowkit.spark.session import is_connect
+
+        self.spark = spark
+        self.stages = _ConnectStages() if is_connect(spark) else _TrackerStages(spark)
         self.progress = progress
         self.label = label
         self.every = every
@@ -61,23 +64,22 @@ class StageProgress:
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
     def __enter__(self) -> StageProgress:
+        if isinstance(self.stages, _ConnectStages):
+            self.spark.registerProgressHandler(self.stages)
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+        if isinstance(self.stages, _ConnectStages):
+            self.spark.removeProgressHandler(self.stages)
         if self.live:
             self.stream.write("\r\033[K")
             self.stream.flush()
 
     def _stages(self) -> list[tuple[int, int, int]]:
-        stages = []
-        for stage_id in sorted(self.tracker.getActiveStageIds()):
-            info = self.tracker.getStageInfo(stage_id)
-            if info is not None:
-                stages.append((stage_id, info.numCompletedTasks, info.numTasks))
-        return stages
+        return self.stages.running()
 
     def _watch(self) -> None:
         shown = time.perf_counter()  # a short job prints nothing
@@ -99,6 +101,37 @@ class StageProgress:
             last = line
             if self._stop.wait(self.poll):
                 return
+
+
+class _TrackerStages:
+    """Running stages from the driver's status tracker (a classic session)."""
+
+    def __init__(self, spark) -> None:
+        self.tracker = spark.sparkContext.statusTracker()
+
+    def running(self) -> list[tuple[int, int, int]]:
+        stages = []
+        for stage_id in sorted(self.tracker.getActiveStageIds()):
+            info = self.tracker.getStageInfo(stage_id)
+            if info is not None:
+                stages.append((stage_id, info.numCompletedTasks, info.numTasks))
+        return stages
+
+
+class _ConnectStages:
+    """Running stages as a Spark Connect server reports them with each operation's results
+    (a progress handler of the client session)."""
+
+    def __init__(self) -> None:
+        self._stages: list[tuple[int, int, int]] = []
+
+    def __call__(self, stages, inflight_tasks: int, operation_id: str | None,
+                 done: bool) -> None:
+        self._stages = [] if done else [
+            (s.stage_id, s.num_completed_tasks, s.num_tasks) for s in stages or () if not s.done]
+
+    def running(self) -> list[tuple[int, int, int]]:
+        return list(self._stages)
 
 
 def batch_line(step: str, batch_id: int, counts: dict[str, int], rows_in: int | None,

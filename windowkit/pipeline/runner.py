@@ -268,7 +268,7 @@ class PipelineRun:
         self.streaming = streaming_run(pipeline, stream)
         self.summary = RunSummary(
             title=pipeline.name, pipeline_path=pipeline.path,
-            master=spark.sparkContext.master,
+            master=spark.conf.get("spark.master", None) or "Spark Connect",
             mode="stream" if self.streaming else "batch",
             rejected_path=os.path.join(pipeline.output, REJECTED_DIR))
 

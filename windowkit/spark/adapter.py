@@ -52,6 +52,7 @@ from windowkit.core.validation import check_int
 from windowkit.spark.event_time import column_type, event_time
 from windowkit.spark.processor import ORIGINAL_PREFIX
 from windowkit.spark.processor import RunnerProcessor as _RunnerProcessor
+from windowkit.spark.session import _local_cores, ensure_stateful_conf, is_connect
 
 SHARD = "wk_shard"  # no leading "__": TWS renames such columns positionally
 SHARD_OUT = "shard"
@@ -176,10 +177,21 @@ def default_shards(df: DataFrame) -> int:
     >>> stream = spark.readStream.format("rate").load()
     >>> default_shards(stream) == int(spark.conf.get("spark.sql.shuffle.partitions"))
     True
+
+    A Connect session reads ``spark.default.parallelism``, else the cores of a ``local[N]``
+    master, else ``spark.sql.shuffle.partitions``.
     """
+    spark = df.sparkSession
     if df.isStreaming:
-        return int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-    return max(1, int(df.sparkSession.sparkContext.defaultParallelism))
+        return int(spark.conf.get("spark.sql.shuffle.partitions"))
+    if not is_connect(spark):
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    # A Connect client cannot ask the server's scheduler; its settings tell the same where set
+    parallelism = spark.conf.get("spark.default.parallelism", None)
+    if parallelism is None:
+        master = spark.conf.get("spark.master", "")
+        parallelism = _local_cores(master) if master.startswith("local") else None
+    return max(1, int(parallelism or spark.conf.get("spark.sql.shuffle.partitions")))
 
 
 def run_operator(
@@ -328,6 +340,7 @@ def run_operator(
         raise ValueError(msg)
     schema = job.spark_schema(() if df.isStreaming else job.left_out, typed_key)
     if df.isStreaming:
+        ensure_stateful_conf(df.sparkSession)
         # (an event-time column of its own is dropped where the rows are packed)
         prepared = prepared.withWatermark(watermarked, late or "0 seconds")
         # transformWithStateInPandas turns its input into pandas row by row (itertuples in

@@ -88,6 +88,7 @@ from windowkit.spark.adapter import (
     run_operator,
 )
 from windowkit.spark.event_time import TimeUnit, column_type, event_time
+from windowkit.spark.session import is_connect
 
 Algorithm = Literal["splitter", "proportional", "simple", "perfect"]
 """The windowed variants: ``"splitter"``, ``"proportional"``, ``"simple"``, ``"perfect"``."""
@@ -838,9 +839,9 @@ def _merged_on_driver(snapshots: DataFrame) -> DataFrame | None:
         if REJECTED in snapshots.columns:  # a rejected row is never a snapshot
             good = snapshots.filter(F.col(REJECTED).isNull())
         good = good.select(*SNAPSHOT_COLUMNS)
-        if good._jdf.queryExecution().optimizedPlan().getClass().getSimpleName() != (
-                "LocalRelation"):
-            return None
+        if is_connect(good.sparkSession) or good._jdf.queryExecution().optimizedPlan(
+                ).getClass().getSimpleName() != "LocalRelation":
+            return None  # (a Connect client cannot see the plan: Spark merges)
         dtype = good.schema["time"].dataType
         order = F.unix_micros("time") if isinstance(dtype, T.TimestampType) else F.col("time")
         rows = [r.asDict() for r in good.select(SHARD, "seq", "n_seen", order.alias("wk_order"),

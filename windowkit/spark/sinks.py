@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
 
+from windowkit.spark.session import is_connect
+
 STAGING = "_staging"
 #: Test hook: kill the driver (SIGKILL) right after writing this micro-batch (a batch id, or
 #: "first": the first one this process writes), before Spark records its commit, to prove that
@@ -40,24 +42,64 @@ def commit_batch(part: DataFrame, base: str, batch_id: int) -> bool:
     >>> pd.read_parquet(out)["x"].tolist()
     [1]
     """
-    fs, jvm = _filesystem(part, base)
-    final = jvm.org.apache.hadoop.fs.Path(f"{base}/batch={batch_id}")
+    fs = _filesystem(part)
+    final = f"{base}/batch={batch_id}"
     if fs.exists(final):
         return False
     staging = f"{base}/{STAGING}/batch={batch_id}"
     part.write.mode("overwrite").parquet(staging)
-    fs.mkdirs(final.getParent())
-    if not fs.rename(jvm.org.apache.hadoop.fs.Path(staging), final):
-        msg = f"could not move {staging} to {final}"
-        raise OSError(msg)
+    fs.move(staging, final)
     return True
 
 
-def _filesystem(df: DataFrame, path: str):
+class _HadoopFiles:
+    """The driver JVM's Hadoop file system (any scheme Spark reads): classic sessions."""
+
+    def __init__(self, spark) -> None:
+        self._jvm = spark.sparkContext._jvm
+        self._conf = spark.sparkContext._jsc.hadoopConfiguration()
+
+    def _path(self, path: str):
+        return self._jvm.org.apache.hadoop.fs.Path(path)
+
+    def exists(self, path: str) -> bool:
+        hadoop_path = self._path(path)
+        return hadoop_path.getFileSystem(self._conf).exists(hadoop_path)
+
+    def move(self, source: str, target: str) -> None:
+        src, dst = self._path(source), self._path(target)
+        fs = dst.getFileSystem(self._conf)
+        fs.mkdirs(dst.getParent())
+        if not fs.rename(src, dst):
+            msg = f"could not move {source} to {target}"
+            raise OSError(msg)
+
+
+class _ArrowFiles:
+    """pyarrow's file systems (local, S3, GCS, HDFS): a Spark Connect session's
+    ``foreachBatch`` runs in a Python process on the server, which has no JVM handle."""
+
+    def _resolve(self, path: str):
+        from pyarrow import fs
+
+        return fs.FileSystem.from_uri(path if "://" in path else os.path.abspath(path))
+
+    def exists(self, path: str) -> bool:
+        from pyarrow import fs
+
+        filesystem, inner = self._resolve(path)
+        return filesystem.get_file_info(inner).type != fs.FileType.NotFound
+
+    def move(self, source: str, target: str) -> None:
+        filesystem, inner_source = self._resolve(source)
+        _, inner_target = self._resolve(target)
+        filesystem.create_dir(inner_target.rsplit("/", 1)[0], recursive=True)
+        filesystem.move(inner_source, inner_target)
+
+
+def _filesystem(df: DataFrame) -> _HadoopFiles | _ArrowFiles:
     spark = df.sparkSession
-    jvm = spark.sparkContext._jvm
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    return hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), jvm
+    return _ArrowFiles() if is_connect(spark) else _HadoopFiles(spark)
 
 
 def write_stream_exactly_once(
@@ -82,7 +124,8 @@ def write_stream_exactly_once(
         Takes a micro-batch's DataFrame, returns ``{name: DataFrame}``.
     on_batch : callable, optional
         Called with the batch id and the counts of ``count_by``'s values in the batch (e.g.
-        for a progress line).
+        for a progress line). Not on a Spark Connect session, whose ``foreachBatch`` runs in
+        a Python process of the server: there, count the written parts afterwards.
     count_by : str, optional
         The column whose values ``on_batch`` gets counts of.
 
@@ -91,6 +134,9 @@ def write_stream_exactly_once(
     StreamingQuery
         Started with ``trigger(availableNow=True)``: it processes what is there and stops.
     """
+
+    if is_connect(result.sparkSession):
+        on_batch = None  # it would run, and print, on the server
 
     def write(batch: DataFrame, batch_id: int) -> None:
         batch = batch.persist()

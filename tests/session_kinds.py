@@ -1,0 +1,292 @@
+"""Every public function of ``windowkit.spark``, as small cases run on a session of either kind.
+
+``tests/test_session_kinds.py`` runs each case on the suite's classic session and, in a
+subprocess (a process that has made a Spark Connect session cannot make classic DataFrames),
+on a Spark Connect session of the same server, and compares the rows. Run as a script, this
+module is that subprocess: ``python tests/session_kinds.py sc://HOST:PORT OUT_DIR [CASE ...]``
+writes ``OUT_DIR/CASE.parquet`` for each case.
+
+A case takes the session and a fresh folder and returns its rows as a pandas DataFrame; a case
+that raises returns its error's class and first line instead, so bad input must fail the same
+way on both kinds.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sys
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+T0 = dt.datetime(2024, 1, 1)
+SECOND = dt.timedelta(seconds=1)
+
+Case = Callable[[object, str], pd.DataFrame]
+CASES: dict[str, Case] = {}
+
+
+def case(function: Case) -> Case:
+    CASES[function.__name__] = function
+    return function
+
+
+def readings(spark, n: int = 240):
+    """Loss reports of three routers every 10 s, with a malformed row and a NaN."""
+    rng = np.random.default_rng(7)
+    rows = [(f"r{i % 3}", T0 + 10 * (i // 3) * SECOND, float(rng.uniform(0, 0.006)))
+            for i in range(n)]
+    rows += [("r1", None, 0.01), (None, T0, 0.01), ("r2", T0 + 5 * SECOND, float("nan"))]
+    return spark.createDataFrame(rows, "router string, time timestamp, loss_rate double")
+
+
+def flows(spark, n: int = 600):
+    """Connections: a source, a destination, bytes, every 2 s."""
+    rng = np.random.default_rng(11)
+    rows = [(f"s{int(rng.integers(0, 4))}", f"d{int(rng.zipf(1.6)) % 20}",
+             T0 + 2 * i * SECOND, int(rng.integers(1, 500))) for i in range(n)]
+    return spark.createDataFrame(rows, "src string, dst string, time timestamp, bytes long")
+
+
+def syscalls(spark):
+    """Two remote shells (one slow) and noise, in processes 7, 8 and 9."""
+    shell = [(0, "accept", "3", None, "4"), (3, "dup", "4", None, "0"),
+             (5, "dup", "4", None, "1"), (9, "dup", "4", None, "2"),
+             (20, "execve", None, "/bin/sh", "0")]
+    rows = [(7, T0 + s * SECOND, *rest) for s, *rest in shell]
+    rows += [(8, T0 + 30 * s * SECOND, *rest) for s, *rest in shell]
+    rows += [(9, T0 + s * SECOND, "read", "3", None, "10") for s in range(40)]
+    return spark.createDataFrame(
+        rows, "pid long, time timestamp, call string, fd string, exe string, ret string")
+
+
+def stream_of(spark, frame, folder: str, parts: int = 4):
+    """``frame``'s rows (in time order) as ``parts`` Parquet files read one per micro-batch."""
+    data = frame.toPandas().sort_values("time", na_position="first", kind="stable")
+    data.attrs.clear()  # a Connect session's plan metrics: not data, and not JSON
+    os.makedirs(folder)
+    for i, part in enumerate(np.array_split(data, parts)):
+        part.to_parquet(f"{folder}/part-{i}.parquet", index=False)
+    return (spark.readStream.schema(frame.schema).option("maxFilesPerTrigger", 1)
+            .parquet(folder))
+
+
+def run_stream(result, folder: str) -> pd.DataFrame:
+    """Run a streaming result to its end through windowkit's exactly-once sink."""
+    from windowkit.spark.sinks import write_stream_exactly_once
+
+    query = write_stream_exactly_once(result, f"{folder}/out", f"{folder}/ck",
+                                      lambda batch: {"rows": batch})
+    query.awaitTermination()
+    return pd.read_parquet(f"{folder}/out/rows").drop(columns="batch")
+
+
+# --------------------------------------------------------------------------------- frames
+@case
+def threshold_batch(spark, folder):
+    from windowkit.spark import split_rejected, threshold_frames
+
+    out = threshold_frames(readings(spark), "time", "loss_rate > 0.003", by="router",
+                           min_duration="2 rows", schedule="10 seconds", shards=2)
+    frames, rejected = split_rejected(out)
+    return pd.concat([frames.toPandas(), rejected.toPandas()])
+
+
+@case
+def threshold_stream(spark, folder):
+    from windowkit.spark import threshold_frames
+
+    stream = stream_of(spark, readings(spark), f"{folder}/in")
+    return run_stream(threshold_frames(stream, "time", "loss_rate > 0.003", by="router",
+                                       late="1 minute", shards=2), folder)
+
+
+@case
+def framings_batch(spark, folder):
+    from windowkit.core.frames import IncreasingTrend
+    from windowkit.spark import aggregate_frames, boundary_frames, custom_frames, delta_frames
+
+    df = readings(spark)
+    parts = [
+        boundary_frames(df, "time", "loss_rate", 0.002, by="router", shards=2),
+        delta_frames(df, "time", "loss_rate", 0.003, by="router"),
+        aggregate_frames(df, "time", "loss_rate", "sum", ">", 0.01, by="router"),
+        custom_frames(df, "time", "loss_rate", IncreasingTrend(), by="router"),
+    ]
+    return pd.concat([p.toPandas().assign(kind=i) for i, p in enumerate(parts)])
+
+
+@case
+def longest_and_fill(spark, folder):
+    from windowkit.spark import fill_frames, longest_frame, threshold_frames
+
+    frames = threshold_frames(readings(spark), "time", "loss_rate > 0.003", by="router",
+                              min_duration="2 rows")
+    from pyspark.sql import functions as F
+
+    filler = flows(spark).select(F.regexp_replace("src", "s", "r").alias("router"), "time",
+                                 "bytes")
+    filled = fill_frames(frames, filler, "time", by="router", before="20 seconds")
+    return pd.concat([longest_frame(frames, by="router").toPandas().assign(part="longest"),
+                      filled.toPandas().assign(part="filled")])
+
+
+# --------------------------------------------------------------------------- multi-granular
+@case
+def multi_granular_batch(spark, folder):
+    from windowkit.spark import multi_granular, split_reports
+
+    out = multi_granular(flows(spark), "time", "RANGES 1 MINUTE, 20 SECONDS "
+                         "SLIDES 20 SECONDS, 10 SECONDS", by="src", value="bytes",
+                         aggregates=["count", "sum", "mean", "max"], distinct="dst")
+    reports, rejected = split_reports(out)
+    return pd.concat([reports.toPandas(), rejected.toPandas()])
+
+
+@case
+def multi_granular_stream(spark, folder):
+    from windowkit.spark import multi_granular
+
+    stream = stream_of(spark, flows(spark), f"{folder}/in")
+    return run_stream(multi_granular(stream, "time", "RANGES 1 MINUTE, 20 SECONDS "
+                                     "SLIDES 20 SECONDS, 10 SECONDS", by="src", value="bytes",
+                                     aggregates=["count", "sum"], shards=2), folder)
+
+
+@case
+def recurring_batch(spark, folder):
+    from windowkit.spark import recurring_items
+
+    return recurring_items(flows(spark), "time", "dst", "RANGES 1 MINUTE, 20 SECONDS "
+                           "SLIDES 20 SECONDS, 10 SECONDS", by="src").toPandas()
+
+
+# -------------------------------------------------------------------------------- widening
+@case
+def widen_batch(spark, folder):
+    from windowkit.spark import split_detections, widen_detect
+
+    found, rejected = split_detections(widen_detect(
+        syscalls(spark), "time", by="pid", base="4 seconds", max_length=8,
+        max_duration="10 minutes"))
+    return pd.concat([found.toPandas(), rejected.toPandas()])
+
+
+@case
+def widen_stream(spark, folder):
+    from windowkit.spark import widen_detect
+
+    stream = stream_of(spark, syscalls(spark), f"{folder}/in", parts=3)
+    return run_stream(widen_detect(stream, "time", by="pid", base="4 seconds", max_length=8,
+                                   max_duration="10 minutes", late="10 minutes"), folder)
+
+
+# ------------------------------------------------------------------------------- Count-Min
+@case
+def count_min_batch(spark, folder):
+    from windowkit.spark import (
+        estimate_frequency,
+        heavy_hitters,
+        merge_count_min,
+        windowed_count_min,
+    )
+
+    df = flows(spark)
+    parts = []
+    for algorithm in ("proportional", "simple", "splitter", "perfect"):
+        snaps = windowed_count_min(df, "dst", "time", window=30, unit="ticks",
+                                   tick="10 seconds", algorithm=algorithm, epsilon=0.05,
+                                   shards=2)
+        merged = merge_count_min(snaps)
+        items = df.select("dst").distinct()
+        parts += [
+            estimate_frequency(merged, items, "dst").toPandas().assign(part=algorithm),
+            heavy_hitters(snaps, items, phi=0.1, item="dst", latest=True).toPandas().assign(
+                part=f"{algorithm} heavy"),
+        ]
+    return pd.concat(parts)
+
+
+@case
+def count_min_stream(spark, folder):
+    from windowkit.spark import windowed_count_min
+
+    stream = stream_of(spark, flows(spark), f"{folder}/in")
+    return run_stream(windowed_count_min(stream, "dst", "time", window=6, unit="ticks",
+                                         tick="10 seconds", epsilon=0.05, algorithm="splitter",
+                                         shards=2, snapshot_every=50), folder)
+
+
+# ------------------------------------------------------------------------ persistent items
+@case
+def persistent_batch(spark, folder):
+    from windowkit.spark import exact_persistent_items, persistent_items, split_persistent
+
+    df = flows(spark)
+    reported, rejected = split_persistent(persistent_items(
+        df, "dst", "time", slot="20 seconds", window_slots=6, alpha=0.5, shards=2))
+    exact = exact_persistent_items(df, "dst", "time", slot="20 seconds", window_slots=6,
+                                   alpha=0.5)
+    return pd.concat([reported.toPandas().assign(part="sketch"),
+                      rejected.toPandas().assign(part="rejected"),
+                      exact.toPandas().assign(part="exact")])
+
+
+@case
+def persistent_stream(spark, folder):
+    from windowkit.spark import persistent_items
+
+    stream = stream_of(spark, flows(spark), f"{folder}/in")
+    return run_stream(persistent_items(stream, "dst", "time", slot="20 seconds",
+                                       window_slots=6, alpha=0.5, shards=2), folder)
+
+
+# ---------------------------------------------------------------------------- bad input
+@case
+def error_unknown_column(spark, folder):
+    from windowkit.spark import threshold_frames
+
+    return threshold_frames(readings(spark), "time", "loss > 0.003", by="router").toPandas()
+
+
+@case
+def error_bad_window(spark, folder):
+    from windowkit.spark import multi_granular
+
+    return multi_granular(flows(spark), "time", "RANGES 1 MINUTE SLIDES 7 SECONDS").toPandas()
+
+
+@case
+def error_integer_time_without_unit(spark, folder):
+    from windowkit.spark import persistent_items
+
+    df = spark.createDataFrame([("a", 1)], "item string, t long")
+    return persistent_items(df, "item", "t").toPandas()
+
+
+def run_case(name: str, spark, folder: str) -> pd.DataFrame:
+    """The case's rows, or its error as one row (class and first line of the message)."""
+    try:
+        rows = CASES[name](spark, folder)
+        rows.attrs.clear()  # a Connect session's plan metrics: not data, and not JSON
+        return rows
+    except Exception as error:  # the error itself is the result to compare
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        return pd.DataFrame({"error": [f"{type(error).__name__}: {first}"]})
+
+
+def main(remote: str, out: str, names: list[str]) -> None:
+    from windowkit.spark import windowkit_session
+
+    spark = windowkit_session(remote=remote)
+    for name in names or list(CASES):
+        folder = os.path.join(out, f"{name}.work")
+        rows = run_case(name, spark, folder)
+        rows.to_parquet(os.path.join(out, f"{name}.parquet"))
+        print(name, len(rows), rows.columns[0], rows.iloc[0, 0] if len(rows) else "", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], sys.argv[3:])
