@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from windowkit.core.registry import register
 from windowkit.core.sketches import _hashing
 from windowkit.core.sketches import _splitter_kernel as kern
 from windowkit.core.sketches._hashing import HashFamily
@@ -47,6 +48,7 @@ class SplitterConfig(WindowConfig):
         return self.tau * self.window / self.width
 
 
+@register()
 class SplitterWindowCM(WindowedCountMin):
     """Count-Min whose cells keep a queue of sub-cells tracking changes of their update rate.
 
