@@ -267,9 +267,11 @@ class ChainState:
         stepped) and ``F`` the frontier's granule: ``last_g <= D <= F`` once the key holds a
         cell (and no cell before); the open cell, if any, at ``F + 1``; each level ``k``'s
         queue strictly increasing, on multiples of ``s_k``, within
-        ``(D - n_k - r_k, D - n_(k-1) + s_k)`` (cells leave level ``k`` when they end at or
-        before its last slide minus ``n_k``, and enter it from level ``k - 1`` ending at most
-        ``n_(k-1)`` before ``D``, rounded up to ``s_k``); and no queue ends after what the
+        ``(G_k - n_k, D - n_(k-1) + s_k)`` with ``G_k`` the last multiple of ``r_k`` up to
+        ``D`` (a cell there at level ``k``'s slide at ``G_k`` ends after ``G_k - n_k``, one
+        come since did so at every finer level, whose ranges are shorter; cells enter level
+        ``k`` ending at most ``n_(k-1)`` before ``D``, rounded up to ``s_k``); and no queue
+        ends after what the
         levels below it will shift into it. Those bound every queue by its capacity and the
         steps a key takes to its frontier by the levels' ranges (a cell ending far after
         ``D`` would make every granule up to the end of input a step). Counts are finite and
@@ -305,7 +307,7 @@ class ChainState:
             same_key = np.repeat(np.arange(used), counts)
             d = done[same_key]
             first = np.cumsum(counts) - counts
-            if ((ends % sk != 0) | (ends <= d - lay.n[k] - lay.r[k])
+            if ((ends % sk != 0) | (ends <= d // lay.r[k] * lay.r[k] - lay.n[k])
                     | (ends >= d - n_below + sk)).any():
                 bad.append(f"level {k} cells outside the level's range")
             elif (np.diff(ends)[same_key[1:] == same_key[:-1]] <= 0).any():

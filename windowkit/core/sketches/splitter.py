@@ -236,6 +236,7 @@ class SplitterWindowCM(WindowedCountMin):
         if any(arrays[k].shape != (total,) for k in ("init", "last", "cnt")):
             msg = "sub-cell arrays do not match 'size'"
             raise ValueError(msg)
+        _check_sub_cells(size, arrays, self.now)
         self._init_state(max(64, 2 * total))
         self._p_init[:total] = arrays["init"]
         self._p_last[:total] = arrays["last"]
@@ -259,3 +260,21 @@ class SplitterWindowCM(WindowedCountMin):
         """Bytes of the per-cell bookkeeping and of the sub-cells in use (pool high-water)."""
         used = int(self._meta[kern.USED])
         return int(self._cells.nbytes + used * (8 + 8 + 8 + 8))
+
+
+def _check_sub_cells(size: np.ndarray, arrays: dict[str, np.ndarray], now: int) -> None:
+    """Refuse sub-cells the kernel cannot take: each spans ``init <= last <= now`` with a
+    positive, finite counter, a cell's sub-cells follow one another in time (one may begin
+    in the step where the one before it ends), and counters and
+    the cells' last steps are not negative or in the future (a sub-cell ending before it
+    starts divides by a zero span)."""
+    init, last = arrays["init"].astype(np.int64), arrays["last"].astype(np.int64)
+    cnt = arrays["cnt"].astype(np.float64)
+    same_cell = np.repeat(np.arange(len(size)), size)
+    follows = same_cell[1:] == same_cell[:-1]
+    base = arrays["base"].astype(np.int64).ravel()
+    if ((init > last).any() or (last > now).any() or not np.isfinite(cnt).all()
+            or (cnt <= 0).any() or (last[:-1][follows] > init[1:][follows]).any()
+            or (base > now).any() or (arrays["counters"] < 0).any()):
+        msg = "SPLITTER sub-cells are inconsistent (times out of order or bad counters)"
+        raise ValueError(msg)
