@@ -138,8 +138,11 @@ def test_merge_is_associative_and_commutative_with_the_empty_object_as_identity(
 
 
 def test_importing_all_of_the_core_leaves_pyspark_out():
+    """The core and what is built on it alone: the references, data sets and test helpers."""
     code = ("import importlib, pkgutil, sys, windowkit.core, windowkit.testing\n"
-            "for pkg in (windowkit.core, windowkit.testing):\n"
+            "import windowkit.reference, windowkit.datasets\n"
+            "for pkg in (windowkit.core, windowkit.testing, windowkit.reference,\n"
+            "            windowkit.datasets):\n"
             "    for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + '.'):\n"
             "        importlib.import_module(info.name)\n"
             "import windowkit.core.registry as r; r.state_classes()\n"

@@ -13,7 +13,7 @@ Examples
 >>> for batch in ex.batches:
 ...     _ = ex.feed(sketch, batch)
 >>> ex.view(sketch)[:3]
-[2, 2, 2]
+[24, 12, 6]
 """
 
 from __future__ import annotations

@@ -275,6 +275,6 @@ def _check_sub_cells(size: np.ndarray, arrays: dict[str, np.ndarray], now: int) 
     base = arrays["base"].astype(np.int64).ravel()
     if ((init > last).any() or (last > now).any() or not np.isfinite(cnt).all()
             or (cnt <= 0).any() or (last[:-1][follows] > init[1:][follows]).any()
-            or (base > now).any() or (arrays["counters"] < 0).any()):
+            or (base[size > 0] > now).any() or (arrays["counters"] < 0).any()):
         msg = "SPLITTER sub-cells are inconsistent (times out of order or bad counters)"
         raise ValueError(msg)
