@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -173,13 +171,6 @@ def test_operator_errors():
         blob = bytearray(WindowedCountMinOperator(SimpleWindowCM(3, depth=1, width=2)).to_bytes())
         blob[-1] ^= 1
         WindowedCountMinOperator.from_bytes(bytes(blob))
-
-
-def test_core_modules_do_not_import_pyspark():
-    code = ("import sys, windowkit.core.sketches, windowkit.core.sketches.operator, "
-            "windowkit.reference.splitter, windowkit.reference.count_min, "
-            "windowkit.datasets.countmin_streams; assert 'pyspark' not in sys.modules")
-    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_splitter_with_many_samples_per_tick_expires_them_issue16():

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -153,17 +151,6 @@ def test_appendix_b_f1_frames():
     temps = np.array([30, 31, 33, 34, 30, 34, 33, 34, 35, 32])
     out = ThresholdFramer("1 rows").update(np.arange(1, 11), temps > 32)
     assert out[["start", "last", "end"]].values.tolist() == [[3, 4, 5], [6, 9, 10]]
-
-
-def test_state_round_trips_through_bytes_and_pickle():
-    framer = ThresholdFramer("2 rows", missing="satisfying", schedule=10, fragment_every="1 rows")
-    framer.update(np.array([0, 10, 20]), [1, 1, None], key=np.array(["a", "b", "a"]))
-    again = ThresholdFramer.from_bytes(framer.to_bytes())
-    assert again.to_bytes() == framer.to_bytes()
-    assert pickle.loads(pickle.dumps(framer)).to_bytes() == framer.to_bytes()
-    runner = EventTimeRunner(framer)
-    runner.push(pd.DataFrame({"key": ["a"], "time": [50], "value": [1]}), watermark=30)
-    assert EventTimeRunner.from_bytes(runner.to_bytes()).to_bytes() == runner.to_bytes()
 
 
 @pytest.mark.parametrize("blob, message", [

@@ -399,10 +399,3 @@ def test_connection_generator_has_bursts_and_recurring_sources():
     pd.testing.assert_frame_equal(df, again)
 
 
-def test_core_reference_and_generator_do_not_import_pyspark():
-    import subprocess
-    import sys
-
-    code = ("import sys, windowkit.core.multigranular, windowkit.reference.multigranular, "
-            "windowkit.datasets.connections; assert 'pyspark' not in sys.modules")
-    subprocess.run([sys.executable, "-c", code], check=True)

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from windowkit.core.serialization import StateFormatError
+
 __all__ = ["KeyIndex"]
 
 #: The dict of recent keys is merged into the hash table beyond this many keys and beyond a
@@ -31,7 +33,8 @@ class KeyIndex:
     Parameters
     ----------
     keys : iterable
-        Distinct keys already numbered, in slot order.
+        Distinct keys already numbered, in slot order (a repeated key raises
+        :class:`~windowkit.core.serialization.StateFormatError`: they come from state bytes).
 
     Examples
     --------
@@ -47,6 +50,11 @@ class KeyIndex:
         self._table: pd.Index | None = None  # the first len(self._table) keys
         self._recent: dict = {}  # the keys after those, with their slots
         self._array: np.ndarray | None = None
+        if self.keys:  # keys of a stored state: the table slots() needs anyway, checked
+            self._table = pd.Index(self.array(), dtype=object, copy=False)
+            if not self._table.is_unique:
+                msg = "state holds the same key in two slots"
+                raise StateFormatError(msg)
 
     def __len__(self) -> int:
         return len(self.keys)

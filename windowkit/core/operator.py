@@ -17,7 +17,14 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from windowkit.core.serialization import StateFormatError, pack_state, state_decoder, unpack_state
+from windowkit.core.registry import lookup, name_of_old_path, register
+from windowkit.core.serialization import (
+    StateFormatError,
+    pack_state,
+    state_decoder,
+    state_tag,
+    unpack_state,
+)
 
 TIME = "time"
 """Name of the event-time column (int64 microseconds) inside the core."""
@@ -128,6 +135,7 @@ def empty_frame(schema: list[tuple[str, str]]) -> pd.DataFrame:
     return pd.DataFrame({name: pd.Series([], dtype=numpy_type[kind]) for name, kind in schema})
 
 
+@register()
 class EventTimeRunner:
     """Drive a :class:`StreamOperator` from unordered batches and a watermark.
 
@@ -237,9 +245,8 @@ class EventTimeRunner:
             else:
                 arrays[f"col:{name}"] = column.to_numpy()
         arrays["operator"] = np.frombuffer(self.operator.to_bytes(), dtype=np.uint8)
-        operator_type = type(self.operator)
+        # the operator's class is the tag in its own bytes' header
         meta = {
-            "operator_class": f"{operator_type.__module__}:{operator_type.__qualname__}",
             "watermark": self.watermark,
             "late_rows": self.late_rows,
             "columns": list(buffer.columns),
@@ -253,8 +260,13 @@ class EventTimeRunner:
         # views, not copies: the operator's bytes are decoded (and copied) by its own class,
         # and a buffer column is copied into its frame
         meta, arrays = unpack_state(blob, cls.FORMAT_TAG, cls.FORMAT_VERSION, copy=False)
-        operator_cls = _resolve(meta["operator_class"])
-        runner = cls(operator_cls.from_bytes(memoryview(arrays["operator"])))
+        operator_bytes = memoryview(arrays["operator"])
+        tag = state_tag(operator_bytes)
+        if "operator_class" in meta and name_of_old_path(meta["operator_class"]) != tag:
+            msg = (f"state names operator class {meta['operator_class']!r}, not the {tag!r} "
+                   f"its operator's bytes hold")
+            raise StateFormatError(msg)
+        runner = cls(lookup(tag, StreamOperator, "operator").from_bytes(operator_bytes))
         runner.watermark = meta["watermark"]
         runner.late_rows = int(meta["late_rows"])
         if meta["columns"]:
@@ -289,26 +301,6 @@ def _drop_unused_categories(frame: pd.DataFrame) -> pd.DataFrame:
         if isinstance(frame[name].dtype, pd.CategoricalDtype):
             frame[name] = frame[name].cat.remove_unused_categories()
     return frame
-
-
-def _resolve(path: str) -> type[StreamOperator]:
-    import importlib
-
-    module_name, _, qualname = path.partition(":")
-    if not module_name.startswith("windowkit."):
-        msg = f"state names operator class {path!r}, which is not a windowkit operator"
-        raise StateFormatError(msg)
-    try:
-        obj = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        msg = f"state names unknown operator class {path!r}"
-        raise StateFormatError(msg) from exc
-    if not (isinstance(obj, type) and issubclass(obj, StreamOperator)):
-        msg = f"state names {path!r}, which is not a StreamOperator"
-        raise StateFormatError(msg)
-    return obj
 
 
 def _concat(frames: list[pd.DataFrame], operator: StreamOperator) -> pd.DataFrame:

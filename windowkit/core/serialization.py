@@ -149,6 +149,45 @@ def pack_state(
     return b"".join([header, *pieces])
 
 
+def state_tag(blob: bytes | bytearray | memoryview) -> str:
+    """The format tag in the header of state bytes (which class wrote them).
+
+    Parameters
+    ----------
+    blob : bytes
+        Bytes of :func:`pack_state`.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    StateFormatError
+        If ``blob`` has no windowkit header.
+
+    Examples
+    --------
+    >>> state_tag(pack_state("DEMO", 1, {}))
+    'DEMO'
+    """
+    if not isinstance(blob, (bytes, bytearray, memoryview)):
+        msg = f"state must be bytes; got {type(blob).__name__}"
+        raise StateFormatError(msg)
+    view = _byte_view(blob)
+    if len(view) < _HEADER.size:
+        msg = f"state bytes are too short ({len(view)} bytes) to hold a windowkit header"
+        raise StateFormatError(msg)
+    magic, container, tag_bytes, *_ = _HEADER.unpack_from(view)
+    if magic != MAGIC:
+        msg = f"state bytes do not start with the windowkit magic {MAGIC!r} (got {magic!r})"
+        raise StateFormatError(msg)
+    if container != CONTAINER_VERSION:
+        msg = f"unsupported windowkit container version {container}"
+        raise StateFormatError(msg)
+    return tag_bytes.rstrip(b"\0").decode("ascii", errors="replace")
+
+
 def _byte_view(blob: bytes | bytearray | memoryview) -> memoryview:
     """A read-only view of ``blob``'s bytes: bytes of a nested state are not copied."""
     view = memoryview(blob)
@@ -206,21 +245,9 @@ def unpack_state(
     windowkit.core.serialization.StateFormatError: DEMO state has format version 1; this \
 windowkit reads DEMO version 2 only
     """
-    if not isinstance(blob, (bytes, bytearray, memoryview)):
-        msg = f"state must be bytes; got {type(blob).__name__}"
-        raise StateFormatError(msg)
+    got_tag = state_tag(blob)
     blob = _byte_view(blob)
-    if len(blob) < _HEADER.size:
-        msg = f"state bytes are too short ({len(blob)} bytes) to hold a windowkit header"
-        raise StateFormatError(msg)
-    magic, container, tag_bytes, got_version, crc, length = _HEADER.unpack_from(blob)
-    if magic != MAGIC:
-        msg = f"state bytes do not start with the windowkit magic {MAGIC!r} (got {magic!r})"
-        raise StateFormatError(msg)
-    if container != CONTAINER_VERSION:
-        msg = f"unsupported windowkit container version {container}"
-        raise StateFormatError(msg)
-    got_tag = tag_bytes.rstrip(b"\0").decode("ascii", errors="replace")
+    *_, got_version, crc, length = _HEADER.unpack_from(blob)
     if got_tag != tag:
         msg = f"state bytes hold a {got_tag!r} object, not a {tag!r} object"
         raise StateFormatError(msg)

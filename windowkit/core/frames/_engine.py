@@ -47,7 +47,6 @@ infinite is a missing element; absent reports are missing elements too.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import types
 from dataclasses import dataclass
@@ -68,6 +67,7 @@ from windowkit.core.frames.threshold import (
 from windowkit.core.key_index import KeyIndex
 from windowkit.core.operator import KEY, TIME, StreamOperator
 from windowkit.core.ordering import factorize_keys
+from windowkit.core.registry import lookup, name_of_old_path, register, registered_name
 from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
 
 try:
@@ -211,6 +211,7 @@ class _KeyStates:
         return slots
 
 
+@register()
 class SequenceFramer(StreamOperator):
     """Incremental framing function (Definition 5) driven by a framing's row decisions.
 
@@ -537,8 +538,7 @@ class SequenceFramer(StreamOperator):
     # ------------------------------------------------------------------ serialization
     def framing_meta(self) -> dict[str, Any]:
         """The framing's class and parameters, for state bytes."""
-        cls = type(self.framing)
-        return {"class": f"{cls.__module__}:{cls.__qualname__}",
+        return {"name": registered_name(type(self.framing)),
                 "params": self.framing.get_params()}
 
     def to_bytes(self) -> bytes:
@@ -613,22 +613,12 @@ class SequenceFramer(StreamOperator):
 
 
 def _framing_from_meta(meta: dict[str, Any]) -> Any:
-    """Import the framing class named in state bytes; it must be a ``Framing``."""
+    """The framing named in state bytes, from windowkit's registry (older bytes: its class
+    path, read through the registry too)."""
     from windowkit.core.frames.custom import Framing
 
-    path = meta["class"]
-    module_name, _, qualname = path.partition(":")
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        msg = f"state names unknown framing class {path!r}"
-        raise StateFormatError(msg) from exc
-    if not (isinstance(obj, type) and issubclass(obj, Framing)):
-        msg = f"state names {path!r}, which is not a Framing"
-        raise StateFormatError(msg)
-    return obj(**meta["params"])
+    name = meta["name"] if "name" in meta else name_of_old_path(meta["class"])
+    return lookup(name, Framing, "framing")(**meta["params"])
 
 
 class _Outputs:

@@ -47,6 +47,7 @@ from windowkit.core.frames._engine import (
 )
 from windowkit.core.frames.custom import Framing
 from windowkit.core.frames.threshold import MissingPolicy
+from windowkit.core.registry import register
 from windowkit.core.serialization import StateFormatError
 from windowkit.core.validation import check_choice
 
@@ -90,6 +91,7 @@ def compare(op: str, a: float, x: float) -> bool:
     return {"<": a < x, "<=": a <= x, ">": a > x, ">=": a >= x}[op]
 
 
+@register("AggregateFraming")
 class AggregateFraming(Framing):
     """The decision of aggregate frames ``f(a) θ x`` (see the module docstring).
 
@@ -173,6 +175,7 @@ class AggregateFraming(Framing):
         return {"func": self.func, "op": self.op, "x": self.x}
 
 
+@register()
 class AggregateFramer(SequenceFramer):
     """Aggregate frames ``f(a) θ x`` over a keyed stream (a ``StreamOperator``).
 

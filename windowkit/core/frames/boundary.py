@@ -28,6 +28,7 @@ from windowkit.core.frames._engine import (
 )
 from windowkit.core.frames.custom import Framing
 from windowkit.core.frames.threshold import MissingPolicy
+from windowkit.core.registry import register
 from windowkit.core.serialization import StateFormatError
 
 
@@ -48,6 +49,7 @@ def check_boundary(x: float) -> float:
     return float(x)
 
 
+@register("BoundaryFraming")
 class BoundaryFraming(Framing):
     """The decision of boundary frames: a row in another band of width ``x`` starts a frame.
 
@@ -101,6 +103,7 @@ class BoundaryFraming(Framing):
         return {"x": self.x}
 
 
+@register()
 class BoundaryFramer(SequenceFramer):
     """Boundary frames over a keyed stream (incremental, per key; a ``StreamOperator``).
 

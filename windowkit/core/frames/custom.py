@@ -29,9 +29,12 @@ batch in compiled code (the loop around a user's kernel is compiled once per pro
 seconds, so it pays off on large inputs). Without a kernel, :meth:`Framing.decide` is called
 once per known row from a plain-Python loop (some hundred thousand rows per second).
 
-A framing's class must be importable (a module, not ``__main__``) and its ``__init__`` must
-accept the keywords :meth:`Framing.get_params` returns, so that state bytes (and Spark
-workers) can rebuild it.
+A framing's ``__init__`` must accept the keywords :meth:`Framing.get_params` returns, so that
+state bytes can rebuild it. State bytes name the framing's class by its name in windowkit's
+registry (:mod:`windowkit.core.registry`), never by a module to import: a subclass registers
+itself when its class statement runs, so its state is read in any process that defines it
+(Spark workers do when they unpickle the function holding it: define it in an importable
+module, not ``__main__``).
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from windowkit.core.frames._engine import (
     Span,
 )
 from windowkit.core.frames.threshold import MissingPolicy
+from windowkit.core.registry import register, register_plugin
 
 __all__ = ["BREAK", "CONTINUE", "JOIN", "SATISFIED", "SKIP", "START", "CustomFramer", "Framing",
            "IncreasingTrend", "ThresholdFraming"]
@@ -84,6 +88,10 @@ class Framing:
     """
 
     span: ClassVar[Span] = "maximal"
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        register_plugin(cls)  # state bytes name the class; see windowkit.core.registry
     state_size: ClassVar[int] = 1
     kernel: ClassVar[Any] = None
     builtin_kind: ClassVar[int | None] = None  # windowkit's own framings: a compiled decision
@@ -145,6 +153,7 @@ class Framing:
         return {}
 
 
+@register("IncreasingTrend")
 class IncreasingTrend(Framing):
     """Appendix B's F3: maximal periods where the value increases.
 
@@ -179,6 +188,7 @@ class IncreasingTrend(Framing):
         return CONTINUE if rising else START
 
 
+@register("ThresholdFraming")
 class ThresholdFraming(Framing):
     """Threshold frames written with the contract, for frame extent (appendix F).
 
@@ -213,6 +223,7 @@ class ThresholdFraming(Framing):
         return CONTINUE if value > 0 else SKIP
 
 
+@register()
 class CustomFramer(SequenceFramer):
     """Run any :class:`Framing` over a keyed stream (a ``StreamOperator``).
 

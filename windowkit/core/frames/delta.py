@@ -29,9 +29,11 @@ from windowkit.core.frames._engine import (
 from windowkit.core.frames.boundary import check_boundary
 from windowkit.core.frames.custom import Framing
 from windowkit.core.frames.threshold import MissingPolicy
+from windowkit.core.registry import register
 from windowkit.core.serialization import StateFormatError
 
 
+@register("DeltaFraming")
 class DeltaFraming(Framing):
     """The decision of delta frames: start a new frame when the band would reach ``x``.
 
@@ -89,6 +91,7 @@ class DeltaFraming(Framing):
         return {"x": self.x}
 
 
+@register()
 class DeltaFramer(SequenceFramer):
     """Delta frames over a keyed stream (incremental, per key; a ``StreamOperator``).
 

@@ -41,6 +41,7 @@ from windowkit.core.durations import Duration, to_micros
 from windowkit.core.key_index import KeyIndex
 from windowkit.core.operator import KEY, TIME, StreamOperator
 from windowkit.core.ordering import factorize_keys, group_rows_by_slot, sort_each_key_by_time
+from windowkit.core.registry import register
 from windowkit.core.serialization import pack_state, state_decoder, unpack_state
 from windowkit.core.validation import check_choice
 
@@ -248,6 +249,7 @@ class _KeyState:
             raise AttributeError(name) from exc
 
 
+@register()
 class ThresholdFramer(StreamOperator):
     """Incremental framing function (Definition 5) for threshold frames over many keys.
 

@@ -68,6 +68,7 @@ from windowkit.core.multigranular.spec import MultiGranularSpec
 from windowkit.core.multigranular.state import END_OF_INPUT, ChainState, Reports
 from windowkit.core.operator import KEY, TIME, StreamOperator
 from windowkit.core.ordering import factorize_keys, key_time_order
+from windowkit.core.registry import register
 from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
 from windowkit.core.validation import check_choice
 
@@ -208,6 +209,7 @@ class ChainOperator(StreamOperator):
         return self._state.next_deadline()
 
 
+@register()
 class MultiGranularAggregator(ChainOperator):
     """Aggregates, decayed aggregates and regression per key over every level of a window.
 

@@ -237,6 +237,15 @@ class DistinctSketches:
         return np.fromiter(sorted(self.live), np.int64, len(self.live))
 
     # ------------------------------------------------------------------ bytes
+    def __getstate__(self) -> dict:
+        """Pickle the sketches as their bytes (DataSketches' sketches do not pickle)."""
+        return {"spec": self.spec, "precision": self.precision, "slots": len(self.store),
+                "arrays": self.arrays()}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["spec"], state["precision"])
+        self.load(state["arrays"], state["slots"])
+
     def arrays(self) -> dict[str, np.ndarray]:
         """Every stored sketch as (slot, level, end, length) rows and their bytes, in order."""
         rows, blobs = [], []

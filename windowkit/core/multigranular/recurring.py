@@ -29,11 +29,13 @@ from windowkit.core.multigranular.spec import MultiGranularSpec
 from windowkit.core.multigranular.state import ChainState, Reports
 from windowkit.core.operator import KEY, TIME
 from windowkit.core.ordering import factorize_keys
+from windowkit.core.registry import register
 from windowkit.core.validation import check_choice
 
 ITEM = "item"
 
 
+@register()
 class RecurringItems(ChainOperator):
     """Items occurring in every disjoint interval of the levels, per key.
 

@@ -9,6 +9,7 @@ import numpy as np
 from windowkit.core.multigranular.cells import (
     BASIC_FIELDS,
     N_FIELDS,
+    N,
     empty_cells,
     merge_cells,
     rows_to_cells,
@@ -257,8 +258,81 @@ class ChainState:
             self.ring[rep, lay.off[k] + q] = cells
             self.ring_end[rep, lay.off[k] + q] = ends
         self.frontier = frontier
+        self._check_loaded(arrays)
+
+    def _check_loaded(self, arrays: dict[str, np.ndarray]) -> None:
+        """Refuse a loaded state that breaks what the chain's loop relies on to end.
+
+        Every state the chain reaches keeps, per key with ``D = done_g`` (the last instant
+        stepped) and ``F`` the frontier's granule: ``last_g <= D <= F`` once the key holds a
+        cell (and no cell before); the open cell, if any, at ``F + 1``; each level ``k``'s
+        queue strictly increasing, on multiples of ``s_k``, within
+        ``(G_k - n_k, D - n_(k-1) + s_k)`` with ``G_k`` the last multiple of ``r_k`` up to
+        ``D`` (a cell there at level ``k``'s slide at ``G_k`` ends after ``G_k - n_k``, one
+        come since did so at every finer level, whose ranges are shorter; cells enter level
+        ``k`` ending at most ``n_(k-1)`` before ``D``, rounded up to ``s_k``); and no queue
+        ends after what the
+        levels below it will shift into it. Those bound every queue by its capacity and the
+        steps a key takes to its frontier by the levels' ranges (a cell ending far after
+        ``D`` would make every granule up to the end of input a step). Counts are finite and
+        non-negative.
+        """
+        used = len(self.keys)
+        lay, nl = self.layout, self.spec.n_levels
+        last, done, open_g, size = self.last_g[:used], self.done_g[:used], self.open_g[:used], \
+            self.size[:used]
+        front = self._frontier_granule()
+        held = last != NONE
+        bad = []
+        if (size[~held] != 0).any():
+            bad.append("cells of a key that has none")
+        # real granules are far from the sentinels and from int64's ends (no overflow below)
+        if held.any() and not (_sane(last[held]) & _sane(done[held])).all():
+            bad.append("granules out of range")
+        elif ((held & (done < last)) | ((done != NONE) & (done > front))).any():
+            bad.append("a key stepped before its last cell or beyond the frontier")
+        if ((open_g != NONE) & (open_g != front + 1)).any():
+            bad.append("an open cell that is not the frontier's next granule")
+        if not _counts_ok(self.open_cells[:used][open_g != NONE]):
+            bad.append("negative or non-finite counts")
+        below = np.full(used, np.iinfo(np.int64).max)  # smallest end of a finer level
+        for k in range(nl):
+            if bad:
+                break
+            n_below = int(lay.n[k - 1]) if k else 0
+            sk = int(lay.s[k])
+            counts = size[:, k]
+            ends = np.asarray(arrays[f"ends{k}"], dtype=np.int64)
+            cells = _fields(np.asarray(arrays[f"cells{k}"], dtype=np.float64), self.n_fields)
+            same_key = np.repeat(np.arange(used), counts)
+            d = done[same_key]
+            first = np.cumsum(counts) - counts
+            if ((ends % sk != 0) | (ends <= d // lay.r[k] * lay.r[k] - lay.n[k])
+                    | (ends >= d - n_below + sk)).any():
+                bad.append(f"level {k} cells outside the level's range")
+            elif (np.diff(ends)[same_key[1:] == same_key[:-1]] <= 0).any():
+                bad.append(f"level {k} cells out of order")
+            elif not _counts_ok(cells):
+                bad.append("negative or non-finite counts")
+            has = counts > 0
+            tail = ends[first[has] + counts[has] - 1]
+            limit = below[has]
+            finer = limit != np.iinfo(np.int64).max
+            if (tail[finer] > -((-limit[finer]) // sk) * sk).any():
+                bad.append(f"level {k} cells after those of the levels below it")
+            below[has] = np.minimum(below[has], ends[first[has]])
+        if bad:
+            msg = f"multi-granular state is inconsistent: {bad[0]}"
+            raise StateFormatError(msg)
 
 
+def _sane(g: np.ndarray) -> np.ndarray:
+    return (g > -END_OF_INPUT) & (g <= END_OF_INPUT)
+
+
+def _counts_ok(cells: np.ndarray) -> bool:
+    count = cells[:, N]
+    return bool(np.isfinite(count).all() and (count >= 0).all())
 
 
 def _fields(cells: np.ndarray, n_fields: int) -> np.ndarray:

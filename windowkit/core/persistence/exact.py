@@ -10,9 +10,11 @@ import pandas as pd
 from windowkit.core.persistence._base import SlotStream, check_fixed_window, report_frame
 from windowkit.core.persistence._cores import FixedCore, SlidingCore
 from windowkit.core.persistence.config import ExactConfig, WindowKind
+from windowkit.core.registry import register
 from windowkit.core.validation import check_in_range
 
 
+@register()
 class ExactPersistence(SlotStream):
     """Exact persistence of every item, as the paper's naive algorithm keeps it.
 

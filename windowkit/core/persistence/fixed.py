@@ -15,8 +15,10 @@ from windowkit.core.persistence._base import (
 )
 from windowkit.core.persistence._cores import FixedCore
 from windowkit.core.persistence.config import PersistenceConfig
+from windowkit.core.registry import register
 
 
+@register()
 class PersistentItemsSketch(SketchParameters, SlotStream):
     """Small-space tracking of alpha-persistent items over the fixed window ``[start, start+n)``.
 

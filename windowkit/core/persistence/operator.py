@@ -37,6 +37,7 @@ from windowkit.core.persistence import (
     PersistentItemsSketch,
     SlidingPersistentItemsSketch,
 )
+from windowkit.core.registry import register
 from windowkit.core.serialization import pack_state, state_decoder, unpack_state
 from windowkit.core.validation import check_choice, check_int
 
@@ -47,6 +48,7 @@ ItemType = Literal["string", "int64"]
 Mode = Literal["sliding", "fixed"]
 
 
+@register()
 class PersistentItemsOperator(StreamOperator):
     """Report alpha-persistent items per slot (sliding) or per tumbling window (fixed).
 

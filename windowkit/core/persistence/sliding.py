@@ -9,8 +9,10 @@ import pandas as pd
 from windowkit.core.persistence._base import SketchParameters, SlotStream, report_frame
 from windowkit.core.persistence._cores import SlidingCore
 from windowkit.core.persistence.config import PersistenceConfig
+from windowkit.core.registry import register
 
 
+@register()
 class SlidingPersistentItemsSketch(SketchParameters, SlotStream):
     """Small-space tracking of alpha-persistent items in the window ``[c - n + 1, c]``.
 

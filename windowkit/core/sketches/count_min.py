@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from windowkit.core.registry import register
 from windowkit.core.serialization import pack_state, state_decoder, unpack_state
 from windowkit.core.sketches import _hashing
 from windowkit.core.sketches._hashing import HASH_FAMILIES, SPARK_MAX_SEED, HashFamily
@@ -104,6 +105,7 @@ def estimate_counts(counts: np.ndarray, cols: np.ndarray) -> np.ndarray:
     return np.maximum(low, 0).astype(np.int64)
 
 
+@register()
 class CountMin:
     """Vanilla Count-Min sketch over the whole stream (Listing 2.1).
 

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from windowkit.core.operator import StreamOperator
+from windowkit.core.registry import register
 from windowkit.core.serialization import pack_state, state_decoder, unpack_state
 from windowkit.core.sketches import (
     CountMin,
@@ -54,6 +55,7 @@ DEFAULT_DELTA = 0.25
 """The default failure probability of the API and the CLI (``ceil(log2(1 / 0.25)) = 2`` rows)."""
 
 
+@register()
 class WindowedCountMinOperator(StreamOperator):
     """Feed ``(time, item)`` rows to a windowed Count-Min and emit periodic snapshots.
 

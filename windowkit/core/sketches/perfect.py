@@ -7,6 +7,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from windowkit.core.registry import register
 from windowkit.core.sketches import _hashing
 from windowkit.core.sketches._window import WindowedCountMin, tick_array
 
@@ -19,6 +20,7 @@ def _mix_keys(keys, smix):
     return out
 
 
+@register()
 class PerfectWindowCM(WindowedCountMin):
     """Count-Min over exactly the last ``N`` steps, storing the window's samples (O(N) space).
 

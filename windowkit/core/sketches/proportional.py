@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from windowkit.core.registry import register
 from windowkit.core.sketches._blocks import BlockCountMin
 
 
+@register()
 class ProportionalWindowCM(BlockCountMin):
     """Count-Min that removes ``snapshot = count / N`` on every step of the next window.
 

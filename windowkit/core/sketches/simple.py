@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from windowkit.core.registry import register
 from windowkit.core.sketches._blocks import BlockCountMin
 
 
+@register()
 class SimpleWindowCM(BlockCountMin):
     """Count-Min whose matrix is reset every ``N`` steps (at steps ``0, N, 2N, ...``).
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from windowkit.core.registry import register
 from windowkit.core.sketches import _hashing
 from windowkit.core.sketches import _splitter_kernel as kern
 from windowkit.core.sketches._hashing import HashFamily
@@ -47,6 +48,7 @@ class SplitterConfig(WindowConfig):
         return self.tau * self.window / self.width
 
 
+@register()
 class SplitterWindowCM(WindowedCountMin):
     """Count-Min whose cells keep a queue of sub-cells tracking changes of their update rate.
 
@@ -234,6 +236,7 @@ class SplitterWindowCM(WindowedCountMin):
         if any(arrays[k].shape != (total,) for k in ("init", "last", "cnt")):
             msg = "sub-cell arrays do not match 'size'"
             raise ValueError(msg)
+        _check_sub_cells(size, arrays, self.now)
         self._init_state(max(64, 2 * total))
         self._p_init[:total] = arrays["init"]
         self._p_last[:total] = arrays["last"]
@@ -257,3 +260,21 @@ class SplitterWindowCM(WindowedCountMin):
         """Bytes of the per-cell bookkeeping and of the sub-cells in use (pool high-water)."""
         used = int(self._meta[kern.USED])
         return int(self._cells.nbytes + used * (8 + 8 + 8 + 8))
+
+
+def _check_sub_cells(size: np.ndarray, arrays: dict[str, np.ndarray], now: int) -> None:
+    """Refuse sub-cells the kernel cannot take: each spans ``init <= last <= now`` with a
+    positive, finite counter, a cell's sub-cells follow one another in time (one may begin
+    in the step where the one before it ends), and counters and
+    the cells' last steps are not negative or in the future (a sub-cell ending before it
+    starts divides by a zero span)."""
+    init, last = arrays["init"].astype(np.int64), arrays["last"].astype(np.int64)
+    cnt = arrays["cnt"].astype(np.float64)
+    same_cell = np.repeat(np.arange(len(size)), size)
+    follows = same_cell[1:] == same_cell[:-1]
+    base = arrays["base"].astype(np.int64).ravel()
+    if ((init > last).any() or (last > now).any() or not np.isfinite(cnt).all()
+            or (cnt <= 0).any() or (last[:-1][follows] > init[1:][follows]).any()
+            or (base[size > 0] > now).any() or (arrays["counters"] < 0).any()):
+        msg = "SPLITTER sub-cells are inconsistent (times out of order or bad counters)"
+        raise ValueError(msg)

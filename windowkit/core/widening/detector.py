@@ -9,13 +9,13 @@ to report each match once.
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
+from windowkit.core.registry import lookup, name_of_old_path, register_plugin, registered_name
 from windowkit.core.serialization import StateFormatError
 
 Match = tuple[int, ...]
@@ -32,7 +32,9 @@ class Detector(ABC):
 
     To be stored in operator state, a detector describes itself with :meth:`to_spec` (JSON) and
     is rebuilt by ``cls.from_spec``; the defaults handle detectors whose only parameter is
-    ``columns``.
+    ``columns``. State bytes name the class by its name in windowkit's registry
+    (:mod:`windowkit.core.registry`): a subclass registers itself when defined, and its state
+    can be read where it is defined.
 
     Examples
     --------
@@ -46,6 +48,10 @@ class Detector(ABC):
     """
 
     columns: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        register_plugin(cls)  # state bytes name the class; see windowkit.core.registry
     #: Index of an encoded column that is 0 exactly for rows that can take no part in a match
     #: and whose presence changes no match (e.g. calls an episode never names): the operator
     #: then gives the detector each window's other rows only, in order (positions refer to
@@ -126,42 +132,32 @@ class Detector(ABC):
         return cls(**spec)
 
 
-def detector_path(detector: Detector) -> str:
-    """``module:qualname`` of a detector's class, as stored in state.
+def detector_name(detector: Detector) -> str:
+    """The registry name of a detector's class, as stored in state.
 
     Examples
     --------
     >>> from windowkit.core.widening.episode_detector import EpisodeDetector
-    >>> detector_path(EpisodeDetector("execve"))
-    'windowkit.core.widening.episode_detector:EpisodeDetector'
+    >>> detector_name(EpisodeDetector("execve"))
+    'EpisodeDetector'
     """
-    kind = type(detector)
-    return f"{kind.__module__}:{kind.__qualname__}"
+    return registered_name(type(detector))
 
 
-def resolve_detector(path: str, spec: dict[str, Any]) -> Detector:
-    """Rebuild a detector from its class path and spec; :class:`StateFormatError` if unknown.
+def resolve_detector(name: str, spec: dict[str, Any]) -> Detector:
+    """Rebuild a detector from its registry name (older bytes: its class path) and spec;
+    :class:`StateFormatError` if no such detector is registered.
 
     Examples
     --------
     >>> resolve_detector("builtins:dict", {})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    windowkit.core.serialization.StateFormatError: state names 'builtins:dict', which is not ...
+    windowkit.core.serialization.StateFormatError: state names detector 'builtins.dict', ...
     """
-    module_name, _, qualname = str(path).partition(":")
+    cls = lookup(name_of_old_path(name), Detector, "detector")
     try:
-        obj: Any = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError, ValueError) as exc:
-        msg = f"state names unknown detector class {path!r}"
-        raise StateFormatError(msg) from exc
-    if not (isinstance(obj, type) and issubclass(obj, Detector)):
-        msg = f"state names {path!r}, which is not a widening Detector"
-        raise StateFormatError(msg)
-    try:
-        return obj.from_spec(spec)
+        return cls.from_spec(spec)
     except (TypeError, ValueError, KeyError) as exc:
-        msg = f"state holds a detector spec that {path!r} rejects: {exc}"
+        msg = f"state holds a detector spec that {name!r} rejects: {exc}"
         raise StateFormatError(msg) from exc

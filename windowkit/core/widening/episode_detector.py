@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from windowkit.core.hashing import sip_hash
+from windowkit.core.registry import register
 from windowkit.core.widening.detector import Detector, Match
 from windowkit.core.widening.episode import REMOTE_SHELL, Episode, parse_episode
 
@@ -75,6 +76,7 @@ def _as_text(v: Any) -> str:
     return v if isinstance(v, str) else str(v)
 
 
+@register("EpisodeDetector")
 class EpisodeDetector(Detector):
     """Detector of one episode, exact, compiled with numba.
 

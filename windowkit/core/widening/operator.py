@@ -44,9 +44,10 @@ import pandas as pd
 from windowkit.core.key_index import KeyIndex
 from windowkit.core.operator import KEY, TIME, StreamOperator
 from windowkit.core.ordering import factorize_keys
+from windowkit.core.registry import register
 from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
 from windowkit.core.widening.config import ReportMode, WideningConfig
-from windowkit.core.widening.detector import Detector, detector_path, resolve_detector
+from windowkit.core.widening.detector import Detector, detector_name, resolve_detector
 from windowkit.core.widening.kernel import (
     append_rows,
     close_levels,
@@ -73,6 +74,7 @@ _NONE = np.iinfo(np.int64).min
 _END_OF_INPUT = 2**62  # beyond every window end of times within +-2**61 µs
 
 
+@register()
 class WindowWidening(StreamOperator):
     """Progressive window widening over many keys: a detector run on windows of doubling size.
 
@@ -442,7 +444,7 @@ class WindowWidening(StreamOperator):
         meta: dict[str, Any] = {
             "base": cfg.base, "max_length": cfg.max_length, "levels": cfg.levels,
             "report": cfg.report, "base_chunks": cfg.base_chunks,
-            "detector": detector_path(self.detector), "spec": self.detector.to_spec(),
+            "detector": detector_name(self.detector), "spec": self.detector.to_spec(),
             "bound": int(self._bound), "integer_keys": integer_keys,
             "pending": [len(r) for r, _ in self._pending],
             "held": [len(r) for r, _ in self._held],
