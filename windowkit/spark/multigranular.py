@@ -142,8 +142,9 @@ def multi_granular(
         ``range`` and ``slide`` (µs), ``window_start`` and ``window_end`` (the scope of
         DESIGN.md as a half-open interval: ``window_end`` is one microsecond after the report
         instant ``tc``; in the kind of ``time``: timestamps, ``timestamp_ntz`` for
-        ``timestamp_ntz`` and dates, integers in ``time_unit``), the aggregates; plus ``rejected`` (``malformed``/``late``, else null)
-        and ``detail`` (the rejected row as JSON). :func:`split_reports` separates them.
+        ``timestamp_ntz`` and dates, integers in ``time_unit``), the aggregates; plus
+        ``rejected`` (``malformed``/``late``, else null) and ``detail`` (the rejected row as
+        JSON). :func:`split_reports` separates them.
 
     Examples
     --------
@@ -181,8 +182,9 @@ def multi_granular(
     key_col = F.lit("") if by is None else F.col(by)
     factory = functools.partial(MultiGranularAggregator, config=config)
     schema = factory().output_schema
-    project = _projection(df, by, schema, config.effective_spec, clock,
-                          {} if distinct is None else {"distinct": f"distinct_{distinct}" if isinstance(distinct, str) else "distinct"})
+    renamed = {} if distinct is None else {
+        "distinct": f"distinct_{distinct}" if isinstance(distinct, str) else "distinct"}
+    project = _projection(df, by, schema, config.effective_spec, clock, renamed)
     # the sketches hash strings, in the JVM and in Python alike
     item = None if distinct is None else (
         F.col(distinct) if isinstance(distinct, str) else distinct).cast("string")
