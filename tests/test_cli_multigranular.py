@@ -72,4 +72,3 @@ def test_cli_reads_integer_nanoseconds_with_time_unit_ns(spark, tmp_path):
         got[columns].sort_values(key).reset_index(drop=True),
         want.toPandas()[columns].sort_values(key).reset_index(drop=True))
     assert got["window_end"].dtype == "int64" and len(got) > 4
-    assert (got["window_end"] % (30 * 10**9) == 0).all()  # slides end on whole 30 s, in ns
