@@ -49,3 +49,26 @@ def test_cli_refuses_a_bad_distinct_precision_before_spark_starts(capsys):
                  "--aggregates", "count", "--window", "RANGES 1 MINUTE SLIDES 1 SECOND"])
     assert code == 2
     assert "`distinct_precision` must be an integer in [4, 21]; got 30" in capsys.readouterr().out
+
+
+def test_cli_reads_integer_nanoseconds_with_time_unit_ns(spark, tmp_path):
+    from windowkit.spark import multi_granular, split_reports
+
+    lines = ["src,ns,bytes"] + [f"s{i % 2},{1_704_067_200 * 10**9 + i * 15 * 10**9},{i}"
+                                for i in range(12)]
+    (tmp_path / "flows.csv").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    assert main(["multigranular", "--input", str(tmp_path / "flows.csv"), "--time", "ns",
+                 "--time-unit", "ns", "--by", "src", "--value", "bytes", "--window", WINDOW,
+                 "--aggregates", "count,sum", "--output", str(out)]) == 0
+    got = pd.read_parquet(out / "reports")
+    df = spark.read.option("header", "true").option("inferSchema", "true").csv(
+        str(tmp_path / "flows.csv"))
+    want, _ = split_reports(multi_granular(df, "ns", WINDOW, by="src", value="bytes",
+                                           aggregates=["count", "sum"], time_unit="ns"))
+    key = ["src", "level", "window_end"]
+    columns = [*key, "count", "sum"]
+    pd.testing.assert_frame_equal(
+        got[columns].sort_values(key).reset_index(drop=True),
+        want.toPandas()[columns].sort_values(key).reset_index(drop=True))
+    assert got["window_end"].dtype == "int64" and len(got) > 4

@@ -3,6 +3,7 @@ frames against a stored table, and a stream of frames against a stream of filler
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -192,3 +193,53 @@ def test_streaming_frames_aggregated_from_a_stored_table(spark, frames, filler, 
     got = dict(zip(zip(got["sensor"], got["frame_id"], strict=True), got["n"], strict=True))
     expected = pd.Series([p[:2] for p in expected_pairs(frames, filler)]).value_counts()
     assert got == {k: int(v) for k, v in expected.items()}
+
+
+def _with_bad_rows(spark, filler: pd.DataFrame):
+    """The filler with a row of no key, one of no time and one of an unparsable time (times
+    as strings, as a CSV gives them)."""
+    good = filler.head(20).assign(seen=filler["seen"].head(20).dt.strftime("%Y-%m-%d %H:%M:%S"))
+    first = good.iloc[0]
+    bad = pd.DataFrame({"sensor": [None, first["sensor"], first["sensor"]],
+                        "seen": [first["seen"], None, "yesterday"], "count": [1, 2, 3]})
+    return spark.createDataFrame(pd.concat([good, bad], ignore_index=True),
+                                 "sensor string, seen string, count long")
+
+
+def test_batch_fill_returns_the_filler_rows_it_cannot_place_as_rejected_rows(spark, frames,
+                                                                          filler):
+    from pyspark.sql import functions as F
+
+    from windowkit.spark import fill_frames, split_filled
+
+    sf = spark.createDataFrame(as_spark_times(frames, ["start", "end", "last"]))
+    data = _with_bad_rows(spark, filler)
+    for aggregates in (None, {"n": F.count("count")}):
+        filled, rejected = split_filled(fill_frames(sf, data, "seen", by="sensor",
+                                                    aggregates=aggregates))
+        got = sorted((r.rejected, r.detail) for r in rejected.collect())
+        assert [reason for reason, _ in got] == ["malformed"] * 3
+        assert sorted(json.loads(d)["count"] for _, d in got) == [1, 2, 3]
+        assert "rejected" not in filled.columns and filled.count() > 0
+
+
+def test_streaming_fill_returns_the_filler_rows_it_cannot_place_as_rejected_rows(
+        spark, frames, filler, tmp_path):
+    from windowkit.spark import fill_frames, split_filled
+
+    spark_frames = as_spark_times(frames.sort_values("last"), ["start", "end", "last"])
+    write_files(spark_frames, tmp_path / "frames", 2)
+    rows = _with_bad_rows(spark, filler).toPandas()
+    write_files(rows, tmp_path / "filler", 2)
+    f_stream = spark.readStream.schema(spark.read.parquet(str(tmp_path / "frames")).schema
+                                       ).option("maxFilesPerTrigger", 1).parquet(
+        str(tmp_path / "frames"))
+    d_stream = spark.readStream.schema("sensor string, seen string, count long").option(
+        "maxFilesPerTrigger", 1).parquet(str(tmp_path / "filler"))
+    out = fill_frames(f_stream, d_stream, "seen", by="sensor", before="30 seconds",
+                      max_frame_length="2 hours", late="2 hours")
+    run(out, tmp_path / "out", tmp_path / "ck")
+    filled, rejected = split_filled(spark.read.parquet(str(tmp_path / "out")))
+    assert sorted(json.loads(r.detail)["count"] for r in rejected.collect()) == [1, 2, 3]
+    assert {r.rejected for r in rejected.collect()} == {"malformed"}
+    assert filled.count() > 0

@@ -21,8 +21,9 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
+from windowkit.core.durations import TIME_UNITS
+
 FORMATS = ("csv", "json", "parquet")
-TIME_UNITS = ("s", "ms", "us", "ns")
 _EXTENSIONS = {".csv": "csv", ".tsv": None, ".json": "json", ".jsonl": "json",
                ".ndjson": "json", ".parquet": "parquet", ".pq": "parquet"}
 _COMPRESSIONS = (".gz", ".bz2", ".deflate", ".lz4", ".snappy", ".zst")

@@ -2,8 +2,10 @@
 
 The paper's Definition 6: each frame ``[start, end)`` (shifted by ``--before`` and ``--after``)
 gets the rows of ``--input`` whose time falls in it, of its own ``--by`` key; with
-``--aggregate`` one row per frame holds the aggregates, else one row per (frame, row). Batch
-only on the command line (``windowkit.spark.fill_frames`` also fills streams).
+``--aggregate`` one row per frame holds the aggregates, else one row per (frame, row). Rows
+of ``--input`` with a null ``--by`` key or a null or unparsable time are written to
+OUTPUT/rejected with the reason and the row as JSON, and counted. Batch only on the command
+line (``windowkit.spark.fill_frames`` also fills streams).
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from pyspark.sql import functions as F
 
     from windowkit.cli.common import check_expression
-    from windowkit.spark.fill import fill_frames
+    from windowkit.spark.fill import fill_frames, split_filled
 
     frames = spark.read.parquet(args.frames)
     data = read_input(spark, args, info)
@@ -99,8 +101,12 @@ def run(args: argparse.Namespace) -> int:
     filled = fill_frames(frames, data, args.time, by=args.by, before=args.before,
                          after=args.after, aggregates=exprs, time_unit=args.time_unit)
     progress.step(f"filling {args.frames} with {args.input}")
-    counts = write_outputs(filled.withColumn("wk_all", F.lit("filled")), args,
-                           lambda r: {"filled": r.drop("wk_all")}, progress, count_by="wk_all")
-    progress.step(f"done: {summarize(counts)} rows")
-    print(f"filled: {os.path.join(args.output, 'filled')}")
+    outcome = filled.withColumn("wk_outcome", F.coalesce("rejected", F.lit("filled")))
+    counts = write_outputs(outcome, args, lambda r: dict(zip(
+        ("filled", "rejected"), split_filled(r.drop("wk_outcome")), strict=True)), progress,
+        count_by="wk_outcome")
+    kept = counts.pop("filled", 0)
+    progress.step(f"done: {kept:,} filled rows; set aside: {summarize(counts)}")
+    print(f"filled:   {os.path.join(args.output, 'filled')}\n"
+          f"rejected: {os.path.join(args.output, 'rejected')}")
     return 0

@@ -26,7 +26,7 @@ from windowkit.cli.common import (
     summarize,
     write_outputs,
 )
-from windowkit.core.durations import to_micros
+from windowkit.core.durations import TIME_UNITS, to_micros
 from windowkit.core.widening import EpisodeDetector, WideningConfig, WindowWidening
 
 TEXT_FORMATS = ("strace", "syscalls")
@@ -65,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="strace: one key per process or one for the host")
     p.add_argument("--unit", default="1 second", help="syscalls: time between two lines")
     p.add_argument("--time", default="time", help="tables: event-time column")
-    p.add_argument("--time-unit", choices=("s", "ms", "us", "ns"), default=None,
+    p.add_argument("--time-unit", choices=TIME_UNITS, default=None,
                    help="tables: unit of an integer --time column")
     p.add_argument("--overwrite", action="store_true",
                    help="allow an output directory that holds files windowkit did not write")

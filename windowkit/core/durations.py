@@ -9,9 +9,14 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 DurationKind = Literal["rows", "time"]
+
+TimeUnit = Literal["s", "ms", "us", "ns"]
+"""What an integer time column counts since 1970: ``"s"``, ``"ms"``, ``"us"`` or ``"ns"``."""
+#: The units of :data:`TimeUnit`, the one list the Spark layer, the CLI and pipelines accept.
+TIME_UNITS: tuple[str, ...] = get_args(TimeUnit)
 
 _UNITS_US = {
     "us": 1, "microsecond": 1, "microseconds": 1,

@@ -96,6 +96,7 @@ FUNCTIONS: dict[str, StepFunction] = {f.name: f for f in (
                  from_input={"by": ("input", "key")}, batch_only=True,
                  input_from=FRAME_FUNCTIONS),
     StepFunction("fill_frames", "fill", roles=(("frames", "input"), ("data", "data")),
+                 split="split_filled", reason="rejected",
                  from_input={"time": ("data", "time"), "by": ("data", "key"),
                              "time_unit": ("data", "time_unit"), "late": ("data", "watermark")},
                  columns=("time", "by"), column_role="data", input_from=FRAME_FUNCTIONS),

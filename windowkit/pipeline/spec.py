@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from windowkit.core.durations import TimeUnit
 from windowkit.pipeline.functions import (
     CORE_CHECKS,
     DURATION_PARAMS,
@@ -77,7 +78,7 @@ class SourceSection(_Strict):
     path: str
     format: Literal["csv", "json", "parquet", "kafka"] | None = None
     time: str | None = None
-    time_unit: Literal["s", "ms", "us", "ns"] | None = None
+    time_unit: TimeUnit | None = None
     key: str | None = None
     schema_: str | None = Field(default=None, alias="schema")
     stream: bool | None = None

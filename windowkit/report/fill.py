@@ -84,7 +84,8 @@ def frame_counts(frames: DataFrame, data: DataFrame, params: dict[str, Any]) -> 
     from windowkit.spark import fill_frames
 
     kwargs = {k: params[k] for k in _JOIN_PARAMS if k in params}
-    return fill_frames(frames, data, aggregates={_ROWS: F.count(F.lit(1))}, **kwargs)
+    counts = fill_frames(frames, data, aggregates={_ROWS: F.count(F.lit(1))}, **kwargs)
+    return counts.filter(F.col("rejected").isNull())  # rejected filler rows are no frame
 
 
 def plot_fill(frames: pd.DataFrame, rows: pd.DataFrame, attached: pd.DataFrame,

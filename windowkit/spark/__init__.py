@@ -39,6 +39,7 @@ _MODULE_OF = {
     "split_persistent": "persistent",
     "windowkit_session": "session",
     "split_detections": "widening",
+    "split_filled": "fill",
     "widen_detect": "widening",
 }
 

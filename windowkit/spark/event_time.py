@@ -25,10 +25,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-TimeUnit = Literal["s", "ms", "us", "ns"]
-"""Units of an integer time column: ``"s"``, ``"ms"``, ``"us"`` or ``"ns"``."""
+from windowkit.core.durations import TIME_UNITS, TimeUnit
 
-TIME_UNITS = ("s", "ms", "us", "ns")
+__all__ = ["TIME_UNITS", "EventTime", "TimeUnit", "column_type", "event_time"]
 _MICROS_PER = {"s": 1_000_000, "ms": 1_000, "us": 1}
 _NTZ_EPOCH = "timestamp_ntz'1970-01-01 00:00:00'"
 

@@ -16,6 +16,12 @@ last + after]``), and Q attaches the filler rows that fall in it, or aggregates 
   the watermark passes ``time + max_frame_length + before`` (a frame can claim it no later),
   a fragment once the watermark passes its interval's end. Filler rows behind the watermark
   cannot be joined: Spark drops and counts them (:func:`late_filler_rows` reads the count).
+
+Every filler row is accounted for: one with a null ``by`` key or a null or unparsable time
+belongs to no frame and comes out as a row of the result with ``rejected = "malformed"`` and
+the row as JSON in ``detail`` (:func:`split_filled` separates them), on a batch and on a
+streaming filler alike. A stored filler table under streaming frames is read again by every
+micro-batch: its rejected rows are :func:`rejected_filler_rows` of it, once.
 """
 
 from __future__ import annotations
@@ -28,7 +34,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from windowkit.core.durations import to_micros
-from windowkit.spark.event_time import TIME_UNITS, event_time
+from windowkit.spark.adapter import DETAIL_OUT, REJECTED, row_json
+from windowkit.spark.event_time import EventTime, TimeUnit, event_time
 
 _LO, _HI, _BUCKET, _T, _FT = "wk_lo", "wk_hi", "wk_bucket", "wk_t", "wk_frame_time"
 
@@ -45,7 +52,7 @@ def fill_frames(
     bucket: str = "1 minute",
     max_frame_length: str = "1 hour",
     late: str = "1 minute",
-    time_unit: str | None = None,
+    time_unit: TimeUnit | None = None,
 ) -> DataFrame:
     """Fill frames with the rows of ``data`` in ``[start - before, end + after)``.
 
@@ -57,7 +64,8 @@ def fill_frames(
     data : DataFrame
         The filler rows: the same stream, another stream, or a stored table.
     time : str
-        The filler's event-time column (a timestamp, or an integer with ``time_unit``).
+        The filler's event-time column: a timestamp, ``timestamp_ntz``, date or timestamp
+        string, or an integer with ``time_unit`` (see :mod:`windowkit.spark.event_time`).
     by : str, optional
         A key column of both: each frame gets only its own key's rows. None fills every
         frame with the rows of all keys.
@@ -78,15 +86,20 @@ def fill_frames(
         watermark by more than this are dropped from the join's state.
     late : str
         Streaming only: watermark delay of the frames and of a streaming filler.
-    time_unit : {"s", "ms", "us"}, optional
-        The unit of integer times (frames' and filler's); None for timestamps.
+    time_unit : {"s", "ms", "us", "ns"}, optional
+        The unit of integer times (frames' and filler's): required for an integer ``time``,
+        refused for any other.
 
     Returns
     -------
     DataFrame
         The frames' columns (``detail`` dropped) and the filler's (its ``by`` column dropped;
         names the frames also have get a ``filler_`` prefix), or with ``aggregates`` the
-        frames' columns and one column per aggregate.
+        frames' columns and one column per aggregate; then ``rejected`` (``malformed`` for a
+        filler row with a null key or a null or unparsable time, else null) and ``detail``
+        (that row as JSON). A rejected row has no frame: its other columns are null. Filler
+        rows behind the watermark of a stream-stream fill are dropped by Spark's join and
+        counted by :func:`late_filler_rows`.
 
     Examples
     --------
@@ -96,8 +109,8 @@ def fill_frames(
     ...                             "router string, t long")
     >>> out = fill_frames(frames, bgp, "t", by="router", aggregates={"n": F.count("t")},
     ...                   time_unit="s")
-    >>> out.select("frame_id", "n").collect()
-    [Row(frame_id=0, n=3)]
+    >>> out.select("frame_id", "n", "rejected").collect()
+    [Row(frame_id=0, n=3, rejected=None)]
     """
     before_us = _micros_or_zero(before, "before")
     after_us = _micros_or_zero(after, "after")
@@ -112,16 +125,15 @@ def fill_frames(
     if by is not None and (by not in frames.columns or by not in data.columns):
         msg = f"`by` must be a column of both `frames` and `data`; got {by!r}"
         raise ValueError(msg)
-    if time_unit is not None and time_unit not in TIME_UNITS:
-        msg = f"`time_unit` must be one of {', '.join(TIME_UNITS)}; got {time_unit!r}"
-        raise ValueError(msg)
+    clock = event_time(data, time, time_unit)
     if data.isStreaming and not frames.isStreaming:
         msg = ("`data` is streaming but `frames` is not: read the frames as a stream too, or "
                "fill the stored frames from the filler's stored rows")
         raise ValueError(msg)
 
     frame_cols = [c for c in frames.columns if c != "detail"]
-    renamed = {c: f"filler_{c}" for c in data.columns if c in frame_cols and c != by}
+    renamed = {c: f"filler_{c}" for c in data.columns
+               if c in (*frame_cols, REJECTED, DETAIL_OUT) and c != by}
     filler_cols = [renamed.get(c, c) for c in data.columns if c != by]
     fr = frames.filter(F.col("status").isin(*statuses)).select(*frame_cols)
     start, end, last = (_micros(frames, c, time_unit) for c in ("start", "end", "last"))
@@ -130,7 +142,7 @@ def fill_frames(
     dt = data
     for old, new in renamed.items():
         dt = dt.withColumnRenamed(old, new)
-    dt = dt.withColumn(_T, _micros(data, time, time_unit))
+    dt = dt.withColumn(_T, clock.micros())
     if by is not None:
         dt = dt.withColumnRenamed(by, f"wk_by_{by}")
 
@@ -140,19 +152,49 @@ def fill_frames(
         if frames.isStreaming:
             fr = fr.withColumn(_FT, F.timestamp_micros(F.col(_HI))).withWatermark(_FT, late)
         joined = _bucket_join(fr, dt, by, bucket_us)
-    if aggregates is None:
-        return joined.select(*frame_cols, *filler_cols)
-    exprs = (list(aggregates) if not isinstance(aggregates, Mapping)
-             else [col.alias(name) for name, col in aggregates.items()])
-    if frames.isStreaming:
-        # one group per frame row, settled when the watermark passes the interval's end
-        return joined.groupBy(*frame_cols, _FT).agg(*exprs).drop(_FT)
-    counted = joined.groupBy(*frame_cols).agg(*exprs)
-    # frames without any row: present, with the aggregates of an empty set
-    empty = fr.select(*frame_cols).join(counted.select(*frame_cols), frame_cols, "left_anti")
-    names = [c for c in counted.columns if c not in frame_cols]
-    zero = _empty_aggregates(data, exprs, names)
-    return counted.unionByName(empty.crossJoin(zero))
+    filled = _filled(joined, fr, data, frame_cols, filler_cols, aggregates)
+    accepted = filled.withColumns({REJECTED: F.lit(None).cast("string"),
+                                   DETAIL_OUT: F.lit(None).cast("string")})
+    if data.isStreaming != frames.isStreaming:
+        return accepted  # a stored table's rejected rows: rejected_filler_rows(data, ...)
+    rejected = _rejected(data, clock, by)
+    return accepted.unionByName(_padded(rejected, filled))
+
+
+def split_filled(result: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """Split a :func:`fill_frames` result into (filled rows, rejected filler rows).
+
+    Examples
+    --------
+    >>> frames = spark.createDataFrame([("r1", 0, 100, 200, 150, "final")],
+    ...     "router string, frame_id long, start long, end long, last long, status string")
+    >>> bgp = spark.createDataFrame([("r1", 120), (None, 130), ("r1", None)],
+    ...                             "router string, t long")
+    >>> filled, rejected = split_filled(fill_frames(frames, bgp, "t", by="router",
+    ...                                             time_unit="s"))
+    >>> filled.select("frame_id", "t").collect()
+    [Row(frame_id=0, t=120)]
+    >>> sorted(r.detail for r in rejected.collect())
+    ['{"router":"r1"}', '{"t":130}']
+    """
+    accepted = F.col(REJECTED).isNull()
+    return result.filter(accepted).drop(REJECTED, DETAIL_OUT), result.filter(~accepted)
+
+
+def rejected_filler_rows(data: DataFrame, time: str, by: str | None = None,
+                         time_unit: TimeUnit | None = None) -> DataFrame:
+    """The filler rows :func:`fill_frames` sets aside: ``rejected`` and ``detail``.
+
+    A stored table filling streaming frames is read again by every micro-batch, so its
+    rejected rows are not repeated in the stream's result: this gives them, once.
+
+    Examples
+    --------
+    >>> bgp = spark.createDataFrame([("r1", 120), (None, 130)], "router string, t long")
+    >>> rejected_filler_rows(bgp, "t", by="router", time_unit="s").collect()
+    [Row(rejected='malformed', detail='{"t":130}')]
+    """
+    return _rejected(data, event_time(data, time, time_unit), by)
 
 
 def late_filler_rows(query: Any) -> int:
@@ -210,9 +252,43 @@ def _empty_aggregates(data: DataFrame, exprs: list[Column], names: list[str]) ->
     return data.limit(0).agg(*exprs).select(*names) if names else data.limit(0).agg(*exprs)
 
 
+def _filled(joined: DataFrame, fr: DataFrame, data: DataFrame, frame_cols: list[str],
+            filler_cols: list[str], aggregates: Mapping[str, Column] | Sequence[Column] | None
+            ) -> DataFrame:
+    """The joined rows, or with ``aggregates`` one row per frame (frames without rows too)."""
+    if aggregates is None:
+        return joined.select(*frame_cols, *filler_cols)
+    exprs = (list(aggregates) if not isinstance(aggregates, Mapping)
+             else [col.alias(name) for name, col in aggregates.items()])
+    if fr.isStreaming:
+        # one group per frame row, settled when the watermark passes the interval's end
+        return joined.groupBy(*frame_cols, _FT).agg(*exprs).drop(_FT)
+    counted = joined.groupBy(*frame_cols).agg(*exprs)
+    # frames without any row: present, with the aggregates of an empty set
+    empty = fr.select(*frame_cols).join(counted.select(*frame_cols), frame_cols, "left_anti")
+    names = [c for c in counted.columns if c not in frame_cols]
+    zero = _empty_aggregates(data, exprs, names)
+    return counted.unionByName(empty.crossJoin(zero))
+
+
+def _rejected(data: DataFrame, clock: EventTime, by: str | None) -> DataFrame:
+    """The filler rows no frame can take (no key, no time), as ``rejected`` and ``detail``."""
+    bad = clock.micros().isNull()
+    if by is not None:
+        bad = bad | F.col(by).isNull()
+    return data.filter(bad).select(F.lit("malformed").alias(REJECTED),
+                                   row_json(data).alias(DETAIL_OUT))
+
+
+def _padded(rejected: DataFrame, like: DataFrame) -> DataFrame:
+    """``rejected`` with ``like``'s columns, null, before its own two."""
+    return rejected.select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in like.schema],
+                           REJECTED, DETAIL_OUT)
+
+
 def _micros(df: DataFrame, name: str, time_unit: str | None) -> Column:
-    """A time column (of frames or filler rows) in µs, as every windowkit function reads it:
-    ntz and dates as wall-clock times, integers in ``time_unit``."""
+    """A frame time in µs: an integer one in ``time_unit`` (the filler's), any other kind as
+    :func:`~windowkit.spark.event_time.event_time` reads it."""
     return event_time(df, name, time_unit if _is_integer(df, name) else None).micros()
 
 

@@ -34,6 +34,7 @@ from windowkit.core.frames.aggregate import AggregateFraming
 from windowkit.core.frames.boundary import BoundaryFraming
 from windowkit.core.frames.delta import DeltaFraming
 from windowkit.spark.adapter import OperatorJob, run_operator
+from windowkit.spark.event_time import TimeUnit, event_time
 from windowkit.spark.frames import check_key_name, frames_output
 
 
@@ -50,7 +51,7 @@ def boundary_frames(
     extent: str = "conservative",
     late: str | None = "1 minute",
     shards: int | None = None,
-    time_unit: str | None = None,
+    time_unit: TimeUnit | None = None,
 ) -> DataFrame:
     """Frames that change where ``value`` crosses a multiple of ``x``, per ``by`` key.
 
@@ -61,8 +62,9 @@ def boundary_frames(
     df : DataFrame
         The readings (batch or streaming).
     time : str or Column
-        Event time: a timestamp, date or timestamp-string column, or an integer column with
-        ``time_unit``.
+        Event time: a timestamp, ``timestamp_ntz`` (the wall-clock time it holds, whatever the
+        session time zone), date or timestamp-string column, or an integer column with
+        ``time_unit`` (see :mod:`windowkit.spark.event_time`).
     value : str or Column
         The attribute, a column name, Column or SQL expression (cast to double).
     x : float
@@ -75,8 +77,9 @@ def boundary_frames(
         Streaming only: watermark delay.
     shards : int, optional
         Spark groups the keys are hashed into (fixed for a streaming checkpoint's life).
-    time_unit : {"s", "ms", "us"}, optional
-        The unit of an integer ``time``; output times are then integers in that unit.
+    time_unit : {"s", "ms", "us", "ns"}, optional
+        The unit of an integer ``time`` (required for one, refused for any other); output
+        times are then integers in that unit.
 
     Returns
     -------
@@ -110,7 +113,7 @@ def delta_frames(
     extent: str = "conservative",
     late: str | None = "1 minute",
     shards: int | None = None,
-    time_unit: str | None = None,
+    time_unit: TimeUnit | None = None,
 ) -> DataFrame:
     """Frames whose values stay within ``max - min < x``, per ``by`` key (a partition).
 
@@ -149,7 +152,7 @@ def aggregate_frames(
     extent: str = "conservative",
     late: str | None = "1 minute",
     shards: int | None = None,
-    time_unit: str | None = None,
+    time_unit: TimeUnit | None = None,
 ) -> DataFrame:
     """Frames by ``func(value) op x`` per ``by`` key: minimal for ``>``/``>=``, maximal for
     ``<``/``<=``.
@@ -188,7 +191,7 @@ def custom_frames(
     extent: str = "conservative",
     late: str | None = "1 minute",
     shards: int | None = None,
-    time_unit: str | None = None,
+    time_unit: TimeUnit | None = None,
 ) -> DataFrame:
     """Frames of a user's :class:`~windowkit.core.frames.Framing`, per ``by`` key.
 
@@ -266,9 +269,10 @@ def longest_frame(frames: DataFrame, by: str | None = None) -> DataFrame:
 
 
 def _as_long(df: DataFrame, name: str) -> Column:
-    if isinstance(df.schema[name].dataType, (T.TimestampType, T.TimestampNTZType)):
-        return F.unix_micros(F.col(name).cast("timestamp"))
-    return F.col(name).cast("long")
+    """A frame time as a number lengths are compared in: µs, or the integers themselves
+    (frames of integer times are in one unit, whichever it is)."""
+    integer = isinstance(df.schema[name].dataType, T.IntegralType)
+    return event_time(df, name, "us" if integer else None).micros()
 
 
 def _frames(
@@ -279,7 +283,7 @@ def _frames(
     by: str | None,
     late: str | None,
     shards: int | None,
-    time_unit: str | None,
+    time_unit: TimeUnit | None,
     presence_only: bool = False,
 ) -> DataFrame:
     """Run ``factory``'s framer over ``df``; the shared output of every framing

@@ -57,9 +57,8 @@ from windowkit.spark.adapter import (
     run_operator,
     user_column,
 )
-from windowkit.spark.event_time import column_type
+from windowkit.spark.event_time import EventTime, TimeUnit, event_time
 
-TIME_UNITS = {"s": 1_000_000, "ms": 1_000, "us": 1}
 _KEY = "wk_mg_key"
 _VALUE = "wk_mg_value"
 _ITEM = "wk_mg_item"
@@ -85,7 +84,7 @@ def multi_granular(
     origin: int = 0,
     late: str | None = "1 minute",
     shards: int | None = None,
-    time_unit: str | None = None,
+    time_unit: TimeUnit | None = None,
 ) -> DataFrame:
     """Aggregates of ``value`` per ``by`` key over every level of a multi-granular window.
 
@@ -94,8 +93,9 @@ def multi_granular(
     df : DataFrame
         Batch or streaming.
     time : str or Column
-        Event time: a timestamp (or timestamp string) column, or an integer column with
-        ``time_unit``.
+        Event time: a timestamp, ``timestamp_ntz`` (the wall-clock time it holds, whatever the
+        session time zone), date or timestamp-string column, or an integer column with
+        ``time_unit`` (see :mod:`windowkit.spark.event_time`).
     window : str, optional
         The paper's clause, e.g. ``"RANGES 1 HOUR, 1 MINUTE SLIDES 5 MINUTES, 1 SECOND"``.
     levels : list of (range, slide), optional
@@ -132,8 +132,8 @@ def multi_granular(
     shards : int, optional
         Spark groups the keys are hashed into (default one per core on a batch,
         ``spark.sql.shuffle.partitions`` on a stream).
-    time_unit : {"s", "ms", "us"}, optional
-        Unit of an integer ``time`` column (required for one).
+    time_unit : {"s", "ms", "us", "ns"}, optional
+        Unit of an integer ``time`` column (required for one, refused for any other).
 
     Returns
     -------
@@ -141,8 +141,10 @@ def multi_granular(
         One row per key, level and report: ``key`` (named after ``by``), ``level``,
         ``range`` and ``slide`` (µs), ``window_start`` and ``window_end`` (the scope of
         DESIGN.md as a half-open interval: ``window_end`` is one microsecond after the report
-        instant ``tc``), the aggregates; plus ``rejected`` (``malformed``/``late``, else null)
-        and ``detail`` (the rejected row as JSON). :func:`split_reports` separates them.
+        instant ``tc``; in the kind of ``time``: timestamps, ``timestamp_ntz`` for
+        ``timestamp_ntz`` and dates, integers in ``time_unit``), the aggregates; plus
+        ``rejected`` (``malformed``/``late``, else null) and ``detail`` (the rejected row as
+        JSON). :func:`split_reports` separates them.
 
     Examples
     --------
@@ -171,7 +173,8 @@ def multi_granular(
     if value is None and set(config.aggregates) - {"count"} | ({"x"} if regression else set()):
         msg = "`value` is required for aggregates other than count and for regression"
         raise ValueError(msg)
-    micros = _micros(df, time, time_unit)
+    clock = event_time(df, time, time_unit)
+    micros = clock.micros()
     value_col = F.lit(0.0) if value is None else (F.col(value) if isinstance(value, str)
                                                   else value)
     number = _number(value_col) if value is not None else F.lit(0.0)
@@ -179,8 +182,9 @@ def multi_granular(
     key_col = F.lit("") if by is None else F.col(by)
     factory = functools.partial(MultiGranularAggregator, config=config)
     schema = factory().output_schema
-    project = _projection(df, by, schema, config.effective_spec, {} if distinct is None else {
-        "distinct": f"distinct_{distinct}" if isinstance(distinct, str) else "distinct"})
+    renamed = {} if distinct is None else {
+        "distinct": f"distinct_{distinct}" if isinstance(distinct, str) else "distinct"}
+    project = _projection(df, by, schema, config.effective_spec, clock, renamed)
     # the sketches hash strings, in the JVM and in Python alike
     item = None if distinct is None else (
         F.col(distinct) if isinstance(distinct, str) else distinct).cast("string")
@@ -209,7 +213,7 @@ def recurring_items(
     origin: int = 0,
     late: str | None = "1 minute",
     shards: int | None = None,
-    time_unit: str | None = None,
+    time_unit: TimeUnit | None = None,
 ) -> DataFrame:
     """Items present at least once in every disjoint interval of the levels, per key.
 
@@ -245,7 +249,8 @@ def recurring_items(
     """
     check_choice("report", report, ("periodic", "continuous"))
     spec = make_spec(window, levels, origin)
-    micros = _micros(df, time, time_unit)
+    clock = event_time(df, time, time_unit)
+    micros = clock.micros()
     item_col = (F.col(item) if isinstance(item, str) else item).cast("string")
     valid = item_col.isNotNull() & (micros >= F.lit(spec.origin))
     key_col = F.lit("") if by is None else F.col(by)
@@ -254,7 +259,7 @@ def recurring_items(
                                 origin=spec.origin, report=report)
     schema = factory().output_schema
     effective = spec.continuous() if report == "continuous" else spec
-    project = _projection(df, by, schema, effective)
+    project = _projection(df, by, schema, effective, clock)
     if df.isStreaming:
         job = OperatorJob(factory=factory, schema=schema, inputs={"item": item_col},
                           valid=valid)
@@ -373,9 +378,10 @@ def _granule_of(micros: Column, t0: int, b0: int) -> Column:
 
 
 def _projection(df: DataFrame, by: str | None, schema, spec: MultiGranularSpec,
-                renamed: dict[str, str] | None = None):
+                clock: EventTime, renamed: dict[str, str] | None = None):
     """The adapter's projection to the reports' columns in order, the key back in ``by``'s
-    type and name; the columns in :func:`_left_out` made from the others."""
+    type and name, the window bounds back in the kind of the user's time column (``clock``);
+    the columns in :func:`_left_out` made from the others."""
     renamed = dict(renamed or {})
     if by is not None:
         renamed[KEY] = by
@@ -386,7 +392,7 @@ def _projection(df: DataFrame, by: str | None, schema, spec: MultiGranularSpec,
     derived = {  # over the columns as Python sends them: times in µs
         "range": ranges,
         "slide": level.format(*[lv.slide for lv in spec.levels]),
-        "window_start": f"timestamp_micros(greatest({int(spec.origin)}, window_end - {ranges}))",
+        "window_start": f"greatest({int(spec.origin)}, window_end - {ranges})",
         "mean": "try_divide(sum, count)",  # count >= 1 in a report; null (as NaN is) if not
     }
 
@@ -395,6 +401,11 @@ def _projection(df: DataFrame, by: str | None, schema, spec: MultiGranularSpec,
             # plain names and SQL text: a Column built by a pyspark function costs py4j calls
             if name == KEY and key_type is not None:
                 return F.col(KEY).cast(key_type).alias(renamed[KEY])
+            if name in _BOUNDS:
+                # the operator's µs (sent, or made from window_end), not the adapter's
+                # timestamps: the adapter saw the cells' or the shipped instants, not ``time``
+                micros = F.col(name) if name in columns else F.expr(derived[name])
+                return clock.restore(micros).alias(name)
             if name not in columns:
                 return F.expr(f"{derived[name]} AS `{name}`")
             if not isinstance(columns[name], str):
@@ -404,6 +415,9 @@ def _projection(df: DataFrame, by: str | None, schema, spec: MultiGranularSpec,
         return [column(n) for n in names]
 
     return project
+
+
+_BOUNDS = ("window_start", "window_end")
 
 
 def _left_out(config: AggregatorConfig) -> tuple[str, ...]:
@@ -419,24 +433,3 @@ def _number(col: Column) -> Column:
     d = col.try_cast("double")  # 'n/a' is null here, not an error under ANSI mode
     return F.when(~F.isnan(d) & (F.abs(d) != F.lit(float("inf"))), d)
 
-
-def _micros(df: DataFrame, time: str | Column, unit: str | None) -> Column:
-    col = F.col(time) if isinstance(time, str) else time
-    dtype = column_type(df, time)
-    if isinstance(dtype, T.IntegralType):
-        if unit is None:
-            msg = ("`time_unit` is required for an integer `time` column (one of 's', 'ms', "
-                   "'us'): Spark reads integers as seconds, earlier windowkit as microseconds")
-            raise ValueError(msg)
-        check_choice("time_unit", unit, tuple(TIME_UNITS))
-        return col.cast("long") * F.lit(TIME_UNITS[unit])
-    if unit is not None:
-        msg = f"`time_unit` is only for integer `time` columns; got {unit!r} for {dtype}"
-        raise ValueError(msg)
-    if isinstance(dtype, T.TimestampType):
-        return F.unix_micros(col)
-    if isinstance(dtype, T.StringType):
-        return F.unix_micros(F.try_to_timestamp(col))
-    msg = (f"`time` must be a timestamp, timestamp string or integer column (with "
-           f"`time_unit`); got {dtype}")
-    raise ValueError(msg)

@@ -19,6 +19,7 @@ from windowkit.core.widening import (
 )
 from windowkit.core.widening.config import ReportMode
 from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, run_operator, user_column
+from windowkit.spark.event_time import TimeUnit, event_time
 
 TIME_COLUMNS = ("window_start", "window_end", "detected_at", "first_time", "last_time")
 
@@ -35,7 +36,7 @@ def widen_detect(
     report: ReportMode = "first",
     late: str | None = "1 minute",
     shards: int | None = None,
-    time_unit: str | None = None,
+    time_unit: TimeUnit | None = None,
 ) -> DataFrame:
     """Run a detector over sliding windows of doubling duration, per ``by`` key (PWW).
 
@@ -51,7 +52,9 @@ def widen_detect(
     df : DataFrame
         The events.
     time : str or Column
-        Event time: a timestamp column, or an integer column in `time_unit` (s, ms, us, ns).
+        Event time: a timestamp, ``timestamp_ntz`` (the wall-clock time it holds, whatever the
+        session time zone), date or timestamp-string column, or an integer column with
+        ``time_unit`` (see :mod:`windowkit.spark.event_time`).
     by : str, optional
         The key column (e.g. a process id); patterns are sought per key.
     detector : Detector or str
@@ -139,15 +142,13 @@ def widen_detect(
         # the episode detector hashes each distinct text once (its category tables)
         categorical=tuple(inputs) if textual else (),
     )
-    unit = {} if time_unit is None else {"time_unit": time_unit}
-    out = run_operator(df, job, time=time, key=by, shards=shards, late=late, **unit)
+    out = run_operator(df, job, time=time, key=by, shards=shards, late=late,
+                       time_unit=time_unit)
     # the adapter gives the window and detection times back in the input's kind already;
     # the episode's own times travel as text of microseconds
-    integer_time = _is_integer_time(df, time)
-    per_unit = {None: 1, "us": 1, "ms": 1_000, "s": 1_000_000}.get(time_unit)
+    clock = event_time(df, time, time_unit)
     micros = F.transform(F.split(F.col("times"), ","), lambda x: x.cast("long"))
-    times = (F.transform(micros, lambda x: _from_micros(x, per_unit)) if integer_time
-             else F.transform(micros, F.timestamp_micros))
+    times = F.transform(micros, clock.restore)
     out = out.withColumn("times", F.when(F.col("times").isNotNull(), times))
     out = out.withColumn("ordinals", F.when(F.col("ordinals").isNotNull(), F.transform(
         F.split(F.col("ordinals"), ","), lambda x: x.cast("long"))))
@@ -176,14 +177,3 @@ def split_detections(result: DataFrame) -> tuple[DataFrame, DataFrame]:
     ok = F.col(REJECTED).isNull()
     return result.filter(ok).drop(REJECTED, DETAIL_OUT), result.filter(~ok)
 
-
-def _from_micros(col: Column, per_unit: int | None) -> Column:
-    """µs back to the input's integer unit (``per_unit`` µs each; None: nanoseconds)."""
-    if per_unit is None:
-        return col * 1_000
-    return col if per_unit == 1 else F.floor(col / per_unit).cast("long")
-
-
-def _is_integer_time(df: DataFrame, time: str | Column) -> bool:
-    col = F.col(time) if isinstance(time, str) else time
-    return isinstance(df.select(col).schema.fields[0].dataType, T.IntegralType)
