@@ -49,6 +49,7 @@ def windowkit_session(
     shuffle_partitions: int | None = None,
     extra_conf: dict[str, str] | None = None,
     quiet: bool = False,
+    remote: str | None = None,
 ) -> SparkSession:
     """Get or create a SparkSession with windowkit's configuration.
 
@@ -74,6 +75,8 @@ def windowkit_session(
     quiet : bool
         Start the JVM with a log configuration that prints nothing (the command line's
         default: its own one-line errors report failures).
+    remote : str, optional
+        A Spark Connect URL (``sc://host:15002``); not available yet.
 
     Returns
     -------
@@ -90,6 +93,9 @@ def windowkit_session(
     >>> session.conf.get("spark.sql.streaming.checkpointFileManagerClass").split(".")[-1]
     'FileSystemBasedCheckpointFileManager'
     """
+    if remote is not None:
+        msg = "windowkit_session(remote=...): Spark Connect sessions are not available yet"
+        raise NotImplementedError(msg)
     active = SparkSession.getActiveSession()
     if active is not None and master is None and not extra_conf:
         return active  # keep the caller's session and its configuration as they are
