@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     if not verbose:
         quiet_python_logs()
     try:
+        check_spark_target(args)
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
@@ -69,6 +70,23 @@ def main(argv: list[str] | None = None) -> int:
         code, message = describe_error(exc)
         print(f"windowkit: error: {message}", file=sys.stdout if argv is not None else sys.stderr)
         return code
+
+
+def check_spark_target(args: argparse.Namespace) -> None:
+    """Check ``--master`` and ``--remote`` before anything runs; an ``sc://`` master becomes
+    the remote.
+
+    Examples
+    --------
+    >>> args = argparse.Namespace(master="sc://localhost:15002", remote=None)
+    >>> check_spark_target(args)
+    >>> args.master, args.remote
+    (None, 'sc://localhost:15002')
+    """
+    from windowkit.cli.spark_urls import spark_target
+
+    if hasattr(args, "master"):
+        args.master, args.remote = spark_target(args.master, getattr(args, "remote", None))
 
 
 def describe_error(exc: BaseException) -> tuple[int, str]:

@@ -17,18 +17,19 @@ import io
 import json
 import os
 import sys
+import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
+from windowkit.cli.ownership import MANIFEST, OUTPUT_MARK, SPARK, check_part, claim_part
 from windowkit.core.durations import TIME_UNITS
 
 FORMATS = ("csv", "json", "parquet")
 _EXTENSIONS = {".csv": "csv", ".tsv": None, ".json": "json", ".jsonl": "json",
                ".ndjson": "json", ".parquet": "parquet", ".pq": "parquet"}
 _COMPRESSIONS = (".gz", ".bz2", ".deflate", ".lz4", ".snappy", ".zst")
-#: A file windowkit leaves in every output directory it writes, so that it recognises its own.
-OUTPUT_MARK = "_windowkit"
 
 
 def add_io_arguments(parser: argparse.ArgumentParser, stream: bool = True) -> None:
@@ -51,7 +52,7 @@ def add_io_arguments(parser: argparse.ArgumentParser, stream: bool = True) -> No
                         help="allow an output directory that holds files windowkit did not write")
     parser.add_argument("--time-unit", choices=TIME_UNITS, default=None,
                         help="unit of an integer time column (required for one)")
-    parser.add_argument("--master", default=None, help="Spark master URL (default local[*])")
+    add_spark_arguments(parser)
     parser.add_argument("--verbose", action="store_true",
                         help="show Spark's log and full tracebacks")
     if stream:
@@ -63,6 +64,26 @@ def add_io_arguments(parser: argparse.ArgumentParser, stream: bool = True) -> No
                             help="files per micro-batch with --stream")
         parser.add_argument("--late", default="1 minute",
                             help="how late a row may arrive with --stream (watermark delay)")
+
+
+def add_spark_arguments(parser: argparse.ArgumentParser, default_master: str = "local[*]",
+                        when: str = "") -> None:
+    """Add ``--master`` and ``--remote``: where Spark runs (checked by
+    :func:`windowkit.cli.spark_urls.spark_target` before it starts).
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser()
+    >>> add_spark_arguments(p)
+    >>> vars(p.parse_args(["--remote", "sc://localhost:15002"]))
+    {'master': None, 'remote': 'sc://localhost:15002'}
+    """
+    parser.add_argument("--master", default=None,
+                        help=f"{when}Spark master URL: local[N], spark://HOST:PORT, yarn, "
+                             f"k8s://URL (default: {default_master})")
+    parser.add_argument("--remote", default=None, metavar="URL",
+                        help=f"{when}Spark Connect server: sc://HOST[:PORT], or local[N] for a "
+                             "local one; instead of --master")
 
 
 # ------------------------------------------------------------------------------------ input
@@ -272,12 +293,15 @@ def read_with(reader, info: InputInfo, schema):
 
 
 # ----------------------------------------------------------------------------------- output
-def check_output(path: str, overwrite: bool = False) -> None:
+def check_output(path: str, overwrite: bool = False, parts: Iterable[str | tuple[str, str]] = (),
+                 option: str = "`--output`") -> None:
     """Refuse an output location windowkit cannot or must not write, before any work.
 
     A directory is accepted when it does not exist yet, is empty, was written by windowkit
-    (it holds the ``_windowkit`` mark), or ``overwrite`` is set; files the user had are never
-    deleted otherwise.
+    (it holds the ``_windowkit`` mark), or ``overwrite`` is set; it must be writable (a probe
+    folder is created and removed). Each of ``parts`` (a path inside it, or a path and its
+    kind, see :mod:`windowkit.cli.ownership`) the run will replace must hold only files
+    windowkit wrote: files the user had are never deleted.
 
     Examples
     --------
@@ -288,30 +312,46 @@ def check_output(path: str, overwrite: bool = False) -> None:
     Traceback (most recent call last):
     ...
     ValueError: `--output` ... holds files windowkit did not write (notes.txt); ...
+    >>> check_output("/proc/windowkit_out")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: `--output` /proc/windowkit_out is not writable: cannot create a folder in /proc ...
     """
     if is_remote(path):
         return
     local = os.path.abspath(_local(path))
     if os.path.isfile(local):
-        msg = f"`--output` {path} is a file; give a directory"
+        msg = f"{option} {path} is a file; give a directory"
         raise ValueError(msg)
     parent = local
     while not os.path.exists(parent):
         parent = os.path.dirname(parent)
     if not os.path.isdir(parent):
-        msg = f"`--output` {path} lies under the file {parent}; give a directory"
+        msg = f"{option} {path} lies under the file {parent}; give a directory"
         raise ValueError(msg)
-    if not os.access(parent, os.W_OK | os.X_OK):
-        msg = f"`--output` {path} is not writable (no write permission on {parent})"
-        raise ValueError(msg)
+    _probe_writable(path, parent, option)
     if parent == local and not overwrite:
         entries = sorted(os.listdir(local))
         if entries and OUTPUT_MARK not in entries:
             shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
-            msg = (f"`--output` {path} holds files windowkit did not write ({shown}); choose a "
+            msg = (f"{option} {path} holds files windowkit did not write ({shown}); choose a "
                    "new or empty directory, or pass --overwrite to replace what windowkit writes "
                    "there")
             raise ValueError(msg)
+    for part in parts:
+        name, kind = (part, SPARK) if isinstance(part, str) else part
+        check_part(local, name, kind, option)
+
+
+def _probe_writable(path: str, parent: str, option: str) -> None:
+    """Create and remove a folder where the output will be created: permissions, read-only and
+    virtual file systems all answer this, where ``os.access`` may not (as root, say)."""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix="._windowkit_probe_", dir=parent))
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        msg = f"{option} {path} is not writable: cannot create a folder in {parent} ({reason})"
+        raise ValueError(msg) from exc
 
 
 def claim_output(path: str) -> None:
@@ -323,7 +363,22 @@ def claim_output(path: str) -> None:
     mark = os.path.join(local, OUTPUT_MARK)
     if not os.path.exists(mark):
         with open(mark, "w") as handle:
-            handle.write("written by windowkit; its results are the folders beside this file\n")
+            handle.write("written by windowkit; its results are the folders beside this file, "
+                         f"listed in {MANIFEST}\n")
+
+
+def claim_output_part(output: str, part: str, kind: str = SPARK) -> str:
+    """The path of ``part`` of the output, checked and recorded as windowkit's just before it is
+    written (remote outputs: the path only).
+
+    Examples
+    --------
+    >>> claim_output_part("hdfs://nn/out", "frames")
+    'hdfs://nn/out/frames'
+    """
+    if is_remote(output):
+        return f"{output.rstrip('/')}/{part}"
+    return claim_part(_local(output), part, kind)
 
 
 def check_positive(name: str, value: int | None) -> None:
@@ -390,13 +445,14 @@ def summarize(counts: dict[str, int]) -> str:
 
 # ---------------------------------------------------------------------------------- running
 def start_spark(args: argparse.Namespace, app_name: str, progress: Progress):
-    """The SparkSession for a command: local mode unless ``--master``; quiet unless
-    ``--verbose``."""
+    """The SparkSession for a command: local mode unless ``--master`` or ``--remote``; quiet
+    unless ``--verbose``."""
     from windowkit.spark.session import windowkit_session
 
-    progress.step(f"starting Spark ({args.master or 'local[*]'})")
+    remote = getattr(args, "remote", None)
+    progress.step(f"starting Spark ({remote or args.master or 'local[*]'})")
     return windowkit_session(args.master, app_name=app_name,
-                             quiet=not getattr(args, "verbose", False))
+                             quiet=not getattr(args, "verbose", False), remote=remote)
 
 
 def check_expression(df, option: str, expression: str | None, predicate: bool = True) -> None:
@@ -428,6 +484,7 @@ def write_outputs(result, args: argparse.Namespace, split, progress: Progress,
     output = args.output
     claim_output(output)
     if result.isStreaming:
+        from windowkit.spark.session import is_connect
         from windowkit.spark.sinks import write_stream_exactly_once
 
         totals: dict[str, int] = {}
@@ -437,14 +494,45 @@ def write_outputs(result, args: argparse.Namespace, split, progress: Progress,
                 totals[k] = totals.get(k, 0) + v
             progress.step(f"micro-batch {batch_id}: {summarize(counts)}")
 
-        query = write_stream_exactly_once(result, output, args.checkpoint, split, on_batch,
-                                          count_by)
+        query = write_stream_exactly_once(result, output, args.checkpoint,
+                                          claiming_split(output, split), on_batch, count_by)
         progress.step(f"streaming {args.input} (checkpoint {args.checkpoint})")
         query.awaitTermination()
+        if is_connect(result.sparkSession):
+            # the micro-batches ran on the server, which keeps their counts to itself
+            rows_in = sum(report.numInputRows for report in query.recentProgress)
+            progress.step(f"{rows_in:,} rows read; a Spark Connect stream's counts per "
+                          f"outcome are in the output's parts, not printed here")
         return totals
     result = result.persist()
     for name, part in split(result).items():
-        part.write.mode("overwrite").parquet(os.path.join(output, name))
+        part.write.mode("overwrite").parquet(claim_output_part(output, name))
     counts = {str(r[0]): r[1] for r in result.groupBy(count_by).count().collect()}
     result.unpersist()
     return counts
+
+
+def claiming_split(output: str, split):
+    """``split`` that checks and records each part it names as windowkit's before the part is
+    first written (streams: once per part and run, not per micro-batch).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> out = tempfile.mkdtemp()
+    >>> claiming_split(out, lambda batch: {"frames": batch})("rows")
+    {'frames': 'rows'}
+    >>> from windowkit.cli.ownership import read_manifest
+    >>> read_manifest(out)["spark"]
+    ['frames']
+    """
+    claimed: set[str] = set()
+
+    def split_claimed(batch):
+        parts = split(batch)
+        for name in parts.keys() - claimed:
+            claim_output_part(output, name)
+            claimed.add(name)
+        return parts
+
+    return split_claimed

@@ -25,6 +25,7 @@ from windowkit.cli.common import (
     check_positive,
     check_stream_options,
     claim_output,
+    claim_output_part,
     inspect_input,
     read_input,
     start_spark,
@@ -103,7 +104,9 @@ def _check(args: argparse.Namespace):
     check_stream_options(args)
     info = inspect_input(args.input, args.format)
     check_columns(info, item=args.item, time=args.time, by=args.by)
-    check_output(args.output, args.overwrite)
+    results = "snapshots" if getattr(args, "stream", False) else \
+        "estimates" if args.heavy_hitters is None else "heavy_hitters"
+    check_output(args.output, args.overwrite, parts=(results, "rejected"))
     return info
 
 
@@ -167,7 +170,7 @@ def _run_batch(snaps, df, args: argparse.Namespace, progress: Progress) -> int:
     claim_output(args.output)
     rejected = snaps.filter(F.col("rejected").isNotNull())
     rejected.select("shard", F.col("status").alias("reason"), "detail").write.mode(
-        "overwrite").parquet(os.path.join(args.output, "rejected"))
+        "overwrite").parquet(claim_output_part(args.output, "rejected"))
     reasons = {r["status"]: r["count"] for r in rejected.groupBy("status").count().collect()}
     good = snaps.filter(F.col("rejected").isNull())
     counted = latest_snapshots(good).agg(F.sum("n_seen")).first()[0] or 0
@@ -183,7 +186,7 @@ def _run_batch(snaps, df, args: argparse.Namespace, progress: Progress) -> int:
         name = "heavy_hitters"
         out = heavy_hitters(good, items, args.heavy_hitters, args.item, latest=True)
         out = out.select(args.item, "estimate", "window_count", "threshold")
-    out.write.mode("overwrite").parquet(os.path.join(args.output, name))
+    out.write.mode("overwrite").parquet(claim_output_part(args.output, name))
     if merged is not None:
         progress.step(f"merged {merged['shards']} shards, window count "
                       f"{merged['window_count']:,.0f}")

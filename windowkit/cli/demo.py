@@ -13,9 +13,11 @@ import shutil
 from importlib import resources
 
 from windowkit.cli.common import Progress, check_output, claim_output
+from windowkit.cli.ownership import FILE, record_part
 from windowkit.cli.run import add_run_arguments
 
 PIPELINE = "network_day.toml"
+DATA = "data"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -51,23 +53,25 @@ def run(args: argparse.Namespace) -> int:
     from windowkit.pipeline.runner import check_pipeline_inputs
     from windowkit.pipeline.spec import load_pipeline
 
-    check_output(args.output, args.overwrite)
+    check_output(args.output, args.overwrite, parts=[(DATA, FILE), (PIPELINE, FILE)])
     progress = Progress()
     shape = {**SMALL_DAY, "seed": args.seed} if args.size == "small" else {
         "hours": args.hours, "seed": args.seed}
     progress.step(f"generating a {shape['hours']:g}-hour network day (seed {args.seed})")
     day = network_day(**shape)
     claim_output(args.output)
-    paths = write_network_day(os.path.join(args.output, "data"), day)
+    paths = write_network_day(os.path.join(args.output, DATA), day)
     rows = {name: len(getattr(day, name)) for name in ("routers", "bgp", "flows", "syscalls")}
     progress.step("wrote " + ", ".join(f"{n:,} {name}" for name, n in rows.items())
                   + f" rows under {os.path.dirname(paths['routers'])}")
     pipeline_file = os.path.join(args.output, PIPELINE)
     with resources.as_file(resources.files("windowkit.pipelines") / PIPELINE) as shipped:
         shutil.copyfile(shipped, pipeline_file)
+    for path in [*paths.values(), pipeline_file]:
+        record_part(args.output, os.path.relpath(path, args.output), FILE)
     pipeline = load_pipeline(pipeline_file)
     infos = check_pipeline_inputs(pipeline, overwrite=args.overwrite, stream=args.stream)
-    summary = run_checked(pipeline, infos, args.master, args.stream, args.verbose, progress)
+    summary = run_checked(pipeline, infos, args, progress)
     for line in score_network_day(pipeline.output, day):
         print(line)
     print(f"pipeline: {pipeline_file}  (rerun: windowkit run {pipeline_file})\n"

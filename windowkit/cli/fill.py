@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     check_columns(frames_info, by=args.by)
     info = inspect_input(args.input, args.format)
     check_columns(info, time=args.time, by=args.by)
-    check_output(args.output, args.overwrite)
+    check_output(args.output, args.overwrite, parts=("filled",))
     progress = Progress()
     spark = start_spark(args, "windowkit fill", progress)
     from pyspark.sql import functions as F

@@ -84,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
     info = common.inspect_input(args.input, args.format)
     common.check_columns(info, time=args.time, by=args.by, value=args.value,
                          recurring=args.recurring, distinct=args.distinct)
-    common.check_output(args.output, args.overwrite)
+    parts = ("reports", "rejected", "recurring") if args.recurring else ("reports", "rejected")
+    common.check_output(args.output, args.overwrite, parts=parts)
     progress = Progress()
     spark = common.start_spark(args, "windowkit multigranular", progress)
     from windowkit.spark import multi_granular, recurring_items, split_reports

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     _check_parameters(args, epsilon)
     info = inspect_input(args.input, args.format)
     check_columns(info, item=args.item, time=args.time)
-    check_output(args.output, args.overwrite)
+    check_output(args.output, args.overwrite, parts=("persistent", "rejected"))
     progress = Progress()
     spark = start_spark(args, "windowkit persistent", progress)
     from pyspark.sql import functions as F

@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--output", default=None, help="output directory instead of the file's")
     p.add_argument("--check", action="store_true",
                    help="only check the file and its inputs; do not start Spark")
-    add_run_arguments(p, "the file's [pipeline] master, or local[*]")
+    add_run_arguments(p, "the file's [pipeline] master or remote, else local[*]")
     p.set_defaults(func=run)
 
 
@@ -40,10 +40,11 @@ def add_run_arguments(parser: argparse.ArgumentParser, default_master: str) -> N
     >>> p = argparse.ArgumentParser()
     >>> add_run_arguments(p, "local[*]")
     >>> vars(p.parse_args(["--stream"]))
-    {'master': None, 'stream': True, 'overwrite': False, 'verbose': False}
+    {'master': None, 'remote': None, 'stream': True, 'overwrite': False, 'verbose': False}
     """
-    parser.add_argument("--master", default=None,
-                        help=f"Spark master URL (default: {default_master})")
+    from windowkit.cli.common import add_spark_arguments
+
+    add_spark_arguments(parser, default_master)
     parser.add_argument("--stream", action="store_true",
                         help="read the sources as streams: each step is a Structured Streaming "
                              "query with a checkpoint, written exactly once per micro-batch")
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
               "steps checked")
         return 0
     progress = Progress()
-    summary = run_checked(pipeline, infos, args.master, args.stream, args.verbose, progress)
+    summary = run_checked(pipeline, infos, args, progress)
     print(f"results: {pipeline.output}/<step> for "
           f"{', '.join(s.name for s in summary.steps)}\n"
           f"rejected: {summary.rejected_path}")
@@ -76,20 +77,26 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_checked(pipeline, infos, master: str | None, stream: bool, verbose: bool,
-                progress):
-    """Start Spark and run an already checked pipeline; write its report; return its summary."""
+def run_checked(pipeline, infos, args: argparse.Namespace, progress):
+    """Start Spark and run an already checked pipeline (``args``: the command's ``master``,
+    ``remote``, ``stream`` and ``verbose``); write its report; return its summary."""
     from windowkit.pipeline.runner import PipelineRun
     from windowkit.spark.session import windowkit_session
 
-    master = master or pipeline.master
-    progress.step(f"starting Spark ({master or 'local[*]'})")
-    spark = windowkit_session(master, app_name=f"windowkit {pipeline.name}", quiet=not verbose)
-    summary = PipelineRun(spark, pipeline, infos, stream=stream, progress=progress).run()
+    # the command line says where Spark runs, else the file does
+    master, remote = (args.master, args.remote) if args.master or args.remote else (
+        pipeline.master, pipeline.remote)
+    progress.step(f"starting Spark ({remote or master or 'local[*]'})")
+    spark = windowkit_session(master, app_name=f"windowkit {pipeline.name}",
+                              quiet=not args.verbose, remote=remote)
+    summary = PipelineRun(spark, pipeline, infos, stream=args.stream, progress=progress).run()
     if pipeline.report:
+        from windowkit.cli.ownership import FILE, check_part, record_part
         from windowkit.report import write_report
 
         progress.step("writing the report")
+        check_part(pipeline.output, pipeline.report, FILE)
         write_report(summary, os.path.join(pipeline.output, pipeline.report))
+        record_part(pipeline.output, pipeline.report, FILE)
     progress.step(f"done: {len(summary.steps)} steps")
     return summary

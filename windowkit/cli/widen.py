@@ -15,6 +15,7 @@ import pandas as pd
 
 from windowkit.cli.common import (
     Progress,
+    add_spark_arguments,
     check_columns,
     check_output,
     check_positive,
@@ -26,10 +27,13 @@ from windowkit.cli.common import (
     summarize,
     write_outputs,
 )
+from windowkit.cli.ownership import FILE, record_part
 from windowkit.core.durations import TIME_UNITS, to_micros
 from windowkit.core.widening import EpisodeDetector, WideningConfig, WindowWidening
 
 TEXT_FORMATS = ("strace", "syscalls")
+#: What a text trace's run writes, as CSV files of its own.
+TRACE_OUTPUTS = {"detections": "detections.csv", "rejected": "rejected.csv"}
 TABLE_FORMATS = ("csv", "json", "parquet")
 
 
@@ -72,7 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--verbose", action="store_true", help="show Spark's log and tracebacks")
     p.add_argument("--by", default=None, help="tables: key column")
     p.add_argument("--output", required=True, help="output directory")
-    p.add_argument("--master", default=None, help="tables: Spark master (default local[*])")
+    add_spark_arguments(p, when="tables: ")
     p.add_argument("--stream", action="store_true", help="tables: Structured Streaming")
     p.add_argument("--checkpoint", default=None, help="checkpoint directory for --stream")
     p.add_argument("--max-files-per-trigger", type=int, default=1)
@@ -111,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
         if not os.path.isfile(args.input):
             msg = f"`--input` {args.input} is not a file"
             raise ValueError(msg)
-        check_output(args.output, args.overwrite)
+        check_output(args.output, args.overwrite,
+                     parts=[(name, FILE) for name in TRACE_OUTPUTS.values()])
         claim_output(args.output)
         return _run_trace(args, detector, config)
     return _run_table(args, detector, config)
@@ -129,8 +134,9 @@ def _run_trace(args: argparse.Namespace, detector: EpisodeDetector,
     op = WindowWidening(detector, config=config)
     found = pd.concat([op.process(rows), op.finish()], ignore_index=True) if len(rows) \
         else op.empty_output()
-    found.to_csv(os.path.join(args.output, "detections.csv"), index=False)
-    rejected.to_csv(os.path.join(args.output, "rejected.csv"), index=False)
+    for table, name in zip((found, rejected), TRACE_OUTPUTS.values(), strict=True):
+        table.to_csv(os.path.join(args.output, name), index=False)
+        record_part(args.output, name, FILE)
     print(f"{len(rows)} calls read, {len(rejected)} lines set aside "
           f"({_counts(rejected)}), {len(found)} detections")
     if len(found):
@@ -153,7 +159,7 @@ def _run_table(args: argparse.Namespace, detector: EpisodeDetector,
     check_stream_options(args)
     info = inspect_input(args.input, args.format)
     check_columns(info, time=args.time, by=args.by)
-    check_output(args.output, args.overwrite)
+    check_output(args.output, args.overwrite, parts=("detections", "rejected"))
     progress = Progress()
     spark = start_spark(args, "windowkit widen", progress)
     from windowkit.spark import split_detections, widen_detect

@@ -3,6 +3,7 @@
 Layout of the output directory (a folder per step, so a step's rows are found by its name)::
 
     OUTPUT/_windowkit            windowkit's mark: it may replace what it wrote here
+    OUTPUT/_windowkit_parts      the parts it wrote (see windowkit.cli.ownership)
     OUTPUT/STEP/                 each step's rows (Parquet; batch=N folders when streaming)
     OUTPUT/rejected/step=STEP/   every step's rejected rows: reason and the row as JSON
     OUTPUT/report.html           the report, when the pipeline asks for one
@@ -27,11 +28,14 @@ from windowkit.cli.common import (
     Progress,
     check_output,
     claim_output,
+    claim_output_part,
+    claiming_split,
     format_of,
     inspect_input,
     is_remote,
     read_with,
 )
+from windowkit.cli.ownership import CHECKPOINT, FILE, SPARK, remove_part
 from windowkit.pipeline.functions import FUNCTIONS, StepFunction
 from windowkit.pipeline.progress import REJECTION_REASONS, MicroBatchProgress, StageProgress
 from windowkit.pipeline.spec import (
@@ -77,12 +81,40 @@ def check_pipeline_inputs(pipeline: Pipeline, overwrite: bool = False,
             _import_object(pipeline, step, "framing")
     _check_sources_apart(pipeline)
     try:
-        check_output(pipeline.output, overwrite)
+        check_output(pipeline.output, overwrite, parts=output_parts(pipeline))
+        _check_layouts(pipeline, streaming_run(pipeline, stream), overwrite)
+    except PipelineError:
+        raise
     except ValueError as exc:
-        msg = f"{pipeline.where('pipeline', 'output')}: {str(exc).replace('`--output`', 'output')}"
-        raise PipelineError(msg) from exc
-    _check_layouts(pipeline, streaming_run(pipeline, stream), overwrite)
+        raise pipeline.output_error(str(exc)) from exc
     return infos
+
+
+def output_parts(pipeline: Pipeline) -> list[tuple[str, str]]:
+    """What a run replaces inside the output folder, each with its kind (see
+    :mod:`windowkit.cli.ownership`): the steps' folders, the rejected rows, the sinks, the
+    steps' checkpoints and the report.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> p = NS(output="/o", checkpoint="/o/_checkpoints", steps=[NS(name="f")],
+    ...        sinks={"c": NS(path="f_csv", format="csv")}, report="report.html")
+    >>> output_parts(p)  # doctest: +NORMALIZE_WHITESPACE
+    [('f', 'spark'), ('rejected', 'spark'), ('f_csv', 'spark'),
+     ('_checkpoints/f', 'checkpoints'), ('report.html', 'files')]
+    """
+    parts = [(s.name, SPARK) for s in pipeline.steps] + [(REJECTED_DIR, SPARK)]
+    parts += [(sink.path, SPARK) for sink in pipeline.sinks.values() if sink.format != "console"]
+    parts += [(_inside_output(pipeline, os.path.join(pipeline.checkpoint, s.name)), CHECKPOINT)
+              for s in pipeline.steps]
+    if pipeline.report:
+        parts.append((pipeline.report, FILE))
+    return parts
+
+
+def _inside_output(pipeline: Pipeline, path: str) -> str:
+    return os.path.relpath(path, pipeline.output).replace(os.sep, "/")
 
 
 def streaming_run(pipeline: Pipeline, stream: bool) -> bool:
@@ -93,8 +125,6 @@ def streaming_run(pipeline: Pipeline, stream: bool) -> bool:
 def _check_layouts(pipeline: Pipeline, streaming: bool, overwrite: bool) -> None:
     """A step's folder holds one kind of run: a batch run's files, or a stream's ``batch=N``
     folders (next to its checkpoint). Mixed, readers would see rows twice or not at all."""
-    import shutil
-
     for step in pipeline.steps:
         folder = os.path.join(pipeline.output, step.name)
         if is_remote(folder) or not os.path.isdir(folder):
@@ -109,9 +139,10 @@ def _check_layouts(pipeline: Pipeline, streaming: bool, overwrite: bool) -> None
                    f"a {other} run would mix them: choose another output, or pass "
                    "--overwrite to replace them")
             raise PipelineError(msg)
-        for path in (folder, os.path.join(pipeline.output, REJECTED_DIR, f"step={step.name}"),
-                     os.path.join(pipeline.checkpoint, step.name)):
-            shutil.rmtree(path, ignore_errors=True)
+        for part, kind in ((step.name, SPARK), (f"{REJECTED_DIR}/step={step.name}", SPARK),
+                           (_inside_output(pipeline, os.path.join(pipeline.checkpoint,
+                                                                  step.name)), CHECKPOINT)):
+            remove_part(pipeline.output, part, kind)
 
 
 def write_targets(pipeline: Pipeline) -> dict[str, str]:
@@ -325,13 +356,14 @@ class PipelineRun:
                   for role, name in step.inputs.items()}
         result = self._call(step, function, inputs, streaming)
         output = os.path.join(self.pipeline.output, step.name)
-        rejected_at = os.path.join(self.pipeline.output, REJECTED_DIR, f"step={step.name}")
         if streaming:
             counts = self._stream_step(step, function, result, micro)
         else:
+            written = (claim_output_part(self.pipeline.output, step.name),
+                       claim_output_part(self.pipeline.output, f"{REJECTED_DIR}/step={step.name}"))
             # in a streaming run every step's folder has the stream's layout: one batch here
-            where = (output, rejected_at) if not self.streaming else (
-                os.path.join(output, "batch=0"), os.path.join(rejected_at, "batch=0"))
+            where = written if not self.streaming else tuple(
+                os.path.join(path, "batch=0") for path in written)
             with StageProgress(self.spark, self.progress, f"step {step.name}"):
                 counts = _write_batch(result, function, *where)
         done = self._batch_view(step.name)
@@ -409,10 +441,12 @@ class PipelineRun:
             return parts
 
         micro.step = step.name
-        checkpoint = os.path.join(self.pipeline.checkpoint, step.name)
+        checkpoint = claim_output_part(self.pipeline.output, _inside_output(
+            self.pipeline, os.path.join(self.pipeline.checkpoint, step.name)), CHECKPOINT)
         query = write_stream_exactly_once(
             result.withColumn(_OUTCOME, _outcome(function)), self.pipeline.output, checkpoint,
-            lambda b: split(b.drop(_OUTCOME)), on_batch, count_by=_OUTCOME)
+            claiming_split(self.pipeline.output, lambda b: split(b.drop(_OUTCOME))), on_batch,
+            count_by=_OUTCOME)
         micro.query_id = str(query.id)
         query.awaitTermination()
         micro.flush(query)
@@ -425,8 +459,7 @@ class PipelineRun:
             self.progress.step(f"sink {name}: the first {sink.rows} rows of {sink.step}")
             rows.show(sink.rows, truncate=False)
             return
-        path = sink.path if is_remote(sink.path) or os.path.isabs(sink.path) else \
-            os.path.join(self.pipeline.output, sink.path)
+        path = claim_output_part(self.pipeline.output, sink.path)
         writer = rows.write.mode("overwrite")
         if sink.format == "csv":
             writer.option("header", "true").csv(path)

@@ -4,7 +4,7 @@ The file is TOML (read with the standard library's ``tomllib``)::
 
     [pipeline]
     name = "network day"
-    output = "out/network-day"     # relative paths are relative to this file
+    output = "out/network-day"     # inside this file's folder (--output for elsewhere)
 
     [sources.routers]
     path = "data/routers.parquet"
@@ -47,6 +47,8 @@ from windowkit.pipeline.locate import KeyLines
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]*$")
 RESERVED_NAMES = ("rejected", "_checkpoints", "report")
+#: The checkpoints' folder inside the output unless ``[pipeline] checkpoint`` names another.
+CHECKPOINTS = RESERVED_NAMES[1]
 
 
 class PipelineError(ValueError):
@@ -65,6 +67,7 @@ class PipelineSection(_Strict):
     output: str
     report: str | None = "report.html"
     master: str | None = None
+    remote: str | None = None
     checkpoint: str | None = None
 
 
@@ -156,11 +159,31 @@ class Pipeline:
     steps: tuple[Step, ...]
     sinks: dict[str, SinkSection]
     lines: KeyLines
+    #: A Spark Connect URL to run on instead of ``master``.
+    remote: str | None = None
+    #: Whether ``output`` is the command line's ``--output`` rather than the file's.
+    output_given: bool = False
 
     def where(self, *key: str | int) -> str:
         """``FILE:LINE`` of a key of the file (``FILE`` when it cannot be found)."""
         line = self.lines.line_of(key)
         return f"{self.path}:{line}" if line else self.path
+
+    def output_error(self, message: str) -> PipelineError:
+        """A mistake about the output folder, located at ``--output`` or the file's key.
+
+        Examples
+        --------
+        >>> from types import SimpleNamespace as NS
+        >>> p = NS(path="p.toml", output_given=False, lines=KeyLines('[pipeline]\\noutput = "o"'))
+        >>> str(Pipeline.output_error(p, "`--output` o is not writable"))
+        'p.toml:2: `output` o is not writable'
+        """
+        if self.output_given:
+            return PipelineError(f"{self.path}: {message}")
+        line = self.lines.line_of(("pipeline", "output"))
+        where = f"{self.path}:{line}" if line else self.path
+        return PipelineError(f"{where}: {message.replace('`--output`', '`output`')}")
 
 
 def load_pipeline(path: str, output: str | None = None) -> Pipeline:
@@ -195,21 +218,73 @@ def load_pipeline(path: str, output: str | None = None) -> Pipeline:
         raise _located(exc, path, lines, raw) from exc
     folder = os.path.dirname(os.path.abspath(path))
     section = document.pipeline
-    out = os.path.abspath(output) if output else _resolve(folder, section.output)
     sources = {name: source.model_copy(update={"path": _resolve(folder, source.path)})
                for name, source in document.sources.items()}
     pipeline = Pipeline(
-        path=path, name=section.name, output=out, report=section.report, master=section.master,
-        # a checkpoint belongs to one output: --output takes the checkpoints along
-        checkpoint=(_resolve(folder, section.checkpoint) if section.checkpoint and not output
-                    else os.path.join(out, "_checkpoints")),
-        sources=sources, steps=(), sinks=dict(document.sinks), lines=lines)
+        path=path, name=section.name, output=os.path.abspath(output or folder),
+        report=section.report, master=section.master, remote=section.remote,
+        checkpoint="", sources=sources, steps=(), sinks=dict(document.sinks), lines=lines,
+        output_given=output is not None)
+    out = os.path.abspath(output) if output else _confined_output(pipeline, folder,
+                                                                   section.output)
+    master, remote = _spark_target(pipeline, section)
+    pipeline = Pipeline(**{**pipeline.__dict__, "output": out, "master": master,
+                           "remote": remote,
+                           # a checkpoint belongs to one output: --output takes it along
+                           "checkpoint": os.path.join(out, section.checkpoint or CHECKPOINTS)})
     _check_names(pipeline, document)
     steps = _steps(pipeline, document.steps)
     pipeline = Pipeline(**{**pipeline.__dict__, "steps": steps})
     _check_sinks(pipeline)
-    _check_inside_output(pipeline)
+    _check_inside_output(pipeline, section.checkpoint)
     return pipeline
+
+
+def _spark_target(pipeline: Pipeline, section: PipelineSection) -> tuple[str | None, str | None]:
+    from windowkit.cli.spark_urls import spark_target
+
+    try:
+        return spark_target(section.master, section.remote, ("`master`", "`remote`"))
+    except ValueError as exc:
+        key = key_named(str(exc), {"master": 0, "remote": 0}) or ["master"]
+        msg = f"{pipeline.where('pipeline', *key)}: {exc}"
+        raise PipelineError(msg) from exc
+
+
+def confined_path(base: str, path: str, may_be_base: bool = False) -> str | None:
+    """``path`` (relative) joined to ``base`` if it lies inside ``base`` once symbolic links are
+    followed; None if it leads out: absolute, a URL, ``..`` out of it, or a link to elsewhere.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> base = tempfile.mkdtemp()
+    >>> confined_path(base, "sub/report.html") == os.path.join(base, "sub", "report.html")
+    True
+    >>> confined_path(base, "../ck"), confined_path(base, "/ck"), confined_path(base, ".")
+    (None, None, None)
+    >>> os.symlink(tempfile.gettempdir(), os.path.join(base, "out"))
+    >>> confined_path(base, "out/ck")
+    """
+    if not path or os.path.isabs(path) or "://" in path:
+        return None
+    joined = os.path.normpath(os.path.join(base, path))
+    real_base, real = os.path.realpath(base), os.path.realpath(joined)
+    if os.path.commonpath([real_base, real]) != real_base:
+        return None
+    return joined if may_be_base or real != real_base else None
+
+
+def _confined_output(pipeline: Pipeline, folder: str, output: str) -> str:
+    """The file's ``output``, inside the file's folder: a file from elsewhere never writes out
+    of its folder (``--output`` chooses any place)."""
+    found = confined_path(folder, output, may_be_base=True)
+    if found is None:
+        msg = (f"{pipeline.where('pipeline', 'output')}: `output` {output!r} must be a relative "
+               f"path inside the pipeline file's folder {folder} (e.g. \"out\"); pass --output "
+               "to write elsewhere")
+        raise PipelineError(msg)
+    return found
 
 
 def _read(path: str) -> str:
@@ -470,20 +545,25 @@ def _check_params(pipeline: Pipeline, step: str, function: str, params: dict,
             raise PipelineError(msg) from exc
 
 
-def _check_inside_output(pipeline: Pipeline) -> None:
-    """The report and the sinks are written inside the output folder, beside the steps'
-    folders and never over them: a path out of it could replace a user's files."""
+def _check_inside_output(pipeline: Pipeline, checkpoint: str | None) -> None:
+    """The report, the sinks and the checkpoints are written inside the output folder, beside
+    the steps' folders and never over them: a path out of it could replace a user's files."""
+    from windowkit.cli.ownership import MANIFEST, OUTPUT_MARK
+
     taken = {s.name: f"step {s.name!r}" for s in pipeline.steps}
     taken.update({name: "windowkit's own folder" for name in RESERVED_NAMES[:2]})
+    taken.update({name: "windowkit's own file" for name in (OUTPUT_MARK, MANIFEST)})
     targets = [(("pipeline", "report"), "report", pipeline.report)] if pipeline.report else []
+    if checkpoint is not None and os.path.normpath(checkpoint) != CHECKPOINTS:
+        targets.append((("pipeline", "checkpoint"), "checkpoint", checkpoint))
     targets += [(("sinks", name, "path"), f"[sinks.{name}] path", sink.path)
                 for name, sink in pipeline.sinks.items() if sink.format != "console"]
     for key, what, path in targets:
-        parts = os.path.normpath(path).split(os.sep) if path else []
-        if not path or os.path.isabs(path) or "://" in path or ".." in parts or parts[0] == ".":
+        if confined_path(pipeline.output, path) is None:
             msg = (f"{pipeline.where(*key)}: {what} {path!r} must be a relative path inside the "
                    "output folder (a file or folder name, e.g. \"report.html\")")
             raise PipelineError(msg)
+        parts = os.path.normpath(path).split(os.sep)
         if parts[0] in taken:
             msg = (f"{pipeline.where(*key)}: {what} {path!r} would be written over "
                    f"{taken[parts[0]]}; choose another name")
