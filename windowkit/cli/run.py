@@ -29,6 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--check", action="store_true",
                    help="only check the file and its inputs; do not start Spark")
     add_run_arguments(p, "the file's [pipeline] master, or local[*]")
+    p.add_argument("--quiet", action="store_true",
+                   help="print no warning (of a step's newest time far beyond the others)")
     p.set_defaults(func=run)
 
 
@@ -67,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
               "steps checked")
         return 0
     progress = Progress()
-    summary = run_checked(pipeline, infos, args.master, args.stream, args.verbose, progress)
+    summary = run_checked(pipeline, infos, args.master, args.stream, args.verbose, progress,
+                          quiet=args.quiet)
     print(f"results: {pipeline.output}/<step> for "
           f"{', '.join(s.name for s in summary.steps)}\n"
           f"rejected: {summary.rejected_path}")
@@ -77,15 +80,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_checked(pipeline, infos, master: str | None, stream: bool, verbose: bool,
-                progress):
-    """Start Spark and run an already checked pipeline; write its report; return its summary."""
+                progress, quiet: bool = False):
+    """Start Spark and run an already checked pipeline; write its report; return its summary
+    (``quiet``: no warnings)."""
     from windowkit.pipeline.runner import PipelineRun
     from windowkit.spark.session import windowkit_session
 
     master = master or pipeline.master
     progress.step(f"starting Spark ({master or 'local[*]'})")
     spark = windowkit_session(master, app_name=f"windowkit {pipeline.name}", quiet=not verbose)
-    summary = PipelineRun(spark, pipeline, infos, stream=stream, progress=progress).run()
+    summary = PipelineRun(spark, pipeline, infos, stream=stream, progress=progress,
+                          quiet=quiet).run()
     if pipeline.report:
         from windowkit.report import write_report
 
