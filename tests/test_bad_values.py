@@ -210,6 +210,8 @@ def test_each_cell_of_the_table(spark, technique, role, kind, expected):
 
 
 def test_fill_frames_filler_rows_without_a_key_or_a_time_are_not_joined(spark):
+    from pyspark.sql import functions as F
+
     from windowkit.spark import fill_frames
 
     frames = spark.createDataFrame([("r1", 0, 100, 200, 150, "final")],
@@ -221,6 +223,12 @@ def test_fill_frames_filler_rows_without_a_key_or_a_time_are_not_joined(spark):
     got = sorted((r["t"], r["x"]) for r in out.collect())
     assert got[0] == (120, 1.0) and got[1][0] == 140 and math.isnan(got[1][1])
     assert len(got) == 2
+    stamped = frames.select("k", "frame_id", *[F.timestamp_seconds(c).alias(c)
+                                               for c in ("start", "end", "last")], "status")
+    text = spark.createDataFrame([("r1", "1970-01-01 00:02:00"), ("r1", "not a time")],
+                                 "k string, t string")
+    out = fill_frames(stamped, text, "t", by="k", before="0 seconds")
+    assert [r["t"] for r in out.collect()] == ["1970-01-01 00:02:00"]
 
 
 @pytest.mark.parametrize("technique", ["boundary", "recurring", "count_min"])
