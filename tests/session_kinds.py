@@ -66,8 +66,12 @@ def stream_of(spark, frame, folder: str, parts: int = 4):
     """``frame``'s rows (in time order) as ``parts`` Parquet files read one per micro-batch."""
     data = frame.toPandas().sort_values("time", na_position="first", kind="stable")
     data.attrs.clear()  # a Connect session's plan metrics: not data, and not JSON
+    for name, dtype in data.dtypes.items():
+        if pd.api.types.is_datetime64_dtype(dtype):  # Spark's timestamps: UTC instants in µs
+            data[name] = data[name].dt.tz_localize("UTC").astype("datetime64[us, UTC]")
     os.makedirs(folder)
-    for i, part in enumerate(np.array_split(data, parts)):
+    for i in range(parts):
+        part = data.iloc[i * len(data) // parts:(i + 1) * len(data) // parts]
         part.to_parquet(f"{folder}/part-{i}.parquet", index=False)
     return (spark.readStream.schema(frame.schema).option("maxFilesPerTrigger", 1)
             .parquet(folder))

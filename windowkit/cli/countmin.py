@@ -32,6 +32,11 @@ from windowkit.cli.common import (
     summarize,
     write_outputs,
 )
+from windowkit.cli.time_check import (
+    add_time_check_arguments,
+    check_time_tolerance,
+    warn_time_outliers,
+)
 from windowkit.core.sketches.operator import DEFAULT_DELTA, DEFAULT_EPSILON
 
 ALGORITHM_CHOICES = ("splitter", "proportional", "simple", "perfect")
@@ -80,6 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="hash seed of the sketches, 0 to 2147483647 (default 0)")
     parser.add_argument("--heavy-hitters", type=float, default=None, metavar="PHI",
                         help="write only items whose estimate reaches PHI x window count")
+    add_time_check_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -102,6 +108,7 @@ def _check(args: argparse.Namespace):
     make_operator(args.window, unit=args.unit, tick=args.tick, algorithm=args.algorithm,
                   epsilon=args.epsilon, delta=args.delta, seed=args.seed)
     check_stream_options(args)
+    check_time_tolerance(args)
     info = inspect_input(args.input, args.format)
     check_columns(info, item=args.item, time=args.time, by=args.by)
     results = "snapshots" if getattr(args, "stream", False) else \
@@ -121,12 +128,15 @@ def run(args: argparse.Namespace) -> int:
 
     df = read_input(spark, args, info)
     streaming = getattr(args, "stream", False)
-    snaps = windowed_count_min(
-        df, args.item, args.time, window=args.window, unit=args.unit, tick=args.tick,
-        algorithm=args.algorithm, epsilon=args.epsilon, delta=args.delta, by=args.by,
-        shards=args.shards, snapshot_every=args.snapshot_every, seed=args.seed,
-        late=args.late if streaming else None, time_unit=args.time_unit,
-    )
+    params = {"item": args.item, "time": args.time, "window": args.window, "unit": args.unit,
+              "tick": args.tick, "algorithm": args.algorithm, "epsilon": args.epsilon,
+              "delta": args.delta, "by": args.by, "shards": args.shards,
+              "snapshot_every": args.snapshot_every, "seed": args.seed,
+              "late": args.late if streaming else None, "time_unit": args.time_unit}
+    # before the sketch: on a batch, the mergeable variants sketch when called
+    warn_time_outliers(df, "windowed_count_min", params, quiet=args.quiet,
+                       tolerance=args.time_tolerance)
+    snaps = windowed_count_min(df, **params)
     snaps = snaps.withColumn("status", _status(F, args.item))
     progress.step(f"sketching {args.input} ({args.algorithm}, N={args.window} {args.unit})")
     if streaming:

@@ -18,6 +18,11 @@ from windowkit.cli.common import (
     summarize,
     write_outputs,
 )
+from windowkit.cli.time_check import (
+    add_time_check_arguments,
+    check_time_tolerance,
+    warn_time_outliers,
+)
 from windowkit.core.durations import to_micros
 from windowkit.core.persistence import PersistenceConfig
 from windowkit.core.validation import check_in_range, check_int
@@ -69,6 +74,7 @@ def register(subparsers) -> None:
                              "windows (batch)")
     parser.add_argument("--plot-items", type=int, default=30,
                         help="items in the --plot heatmap (those reported in most windows)")
+    add_time_check_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -103,6 +109,9 @@ def run(args: argparse.Namespace) -> int:
     common = {"item": args.item, "time": args.time, "slot": args.slot,
               "window_slots": args.window_slots, "alpha": args.alpha,
               "sliding": not args.fixed, "time_unit": args.time_unit, "origin": args.origin}
+    function = "exact_persistent_items" if args.exact else "persistent_items"
+    warn_time_outliers(df, function, common, quiet=args.quiet,
+                       tolerance=args.time_tolerance)
     if args.exact:
         progress.step("exact persistence (Spark SQL)")
         result = exact_persistent_items(df, **common)
@@ -147,6 +156,7 @@ def _check_parameters(args: argparse.Namespace, epsilon: float) -> None:
 
         origin_micros(args.origin)
     check_stream_options(args)
+    check_time_tolerance(args)
 
 
 def _plot_top_items(written, path: str, *, item: str, value: str, window_slots: int,

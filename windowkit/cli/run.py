@@ -29,6 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--check", action="store_true",
                    help="only check the file and its inputs; do not start Spark")
     add_run_arguments(p, "the file's [pipeline] master or remote, else local[*]")
+    p.add_argument("--quiet", action="store_true",
+                   help="print no warning (of a step's newest time far beyond the others)")
     p.set_defaults(func=run)
 
 
@@ -79,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
 
 def run_checked(pipeline, infos, args: argparse.Namespace, progress):
     """Start Spark and run an already checked pipeline (``args``: the command's ``master``,
-    ``remote``, ``stream`` and ``verbose``); write its report; return its summary."""
+    ``remote``, ``stream``, ``verbose`` and ``quiet``, no warnings); write its report; return
+    its summary."""
     from windowkit.pipeline.runner import PipelineRun
     from windowkit.spark.session import windowkit_session
 
@@ -89,7 +92,8 @@ def run_checked(pipeline, infos, args: argparse.Namespace, progress):
     progress.step(f"starting Spark ({remote or master or 'local[*]'})")
     spark = windowkit_session(master, app_name=f"windowkit {pipeline.name}",
                               quiet=not args.verbose, remote=remote)
-    summary = PipelineRun(spark, pipeline, infos, stream=args.stream, progress=progress).run()
+    summary = PipelineRun(spark, pipeline, infos, stream=args.stream, progress=progress,
+                          quiet=getattr(args, "quiet", False)).run()
     if pipeline.report:
         from windowkit.cli.ownership import FILE, check_part, record_part
         from windowkit.report import write_report

@@ -36,6 +36,7 @@ from windowkit.cli.common import (
     read_with,
 )
 from windowkit.cli.ownership import CHECKPOINT, FILE, SPARK, remove_part
+from windowkit.cli.time_check import warn_time_outliers
 from windowkit.pipeline.functions import FUNCTIONS, StepFunction
 from windowkit.pipeline.progress import REJECTION_REASONS, MicroBatchProgress, StageProgress
 from windowkit.pipeline.spec import (
@@ -286,8 +287,10 @@ class PipelineRun:
     """One run of a pipeline on a SparkSession; :meth:`run` returns the :class:`RunSummary`."""
 
     def __init__(self, spark, pipeline: Pipeline, infos: dict[str, InputInfo],
-                 stream: bool = False, progress: Progress | None = None) -> None:
+                 stream: bool = False, progress: Progress | None = None,
+                 quiet: bool = False) -> None:
         self.spark = spark
+        self.quiet = quiet
         self.pipeline = pipeline
         self.infos = infos
         self.progress = progress or Progress()
@@ -412,6 +415,9 @@ class PipelineRun:
         try:
             kwargs = _spark_values(self.pipeline, step, {**inherited_params(
                 self.pipeline, step.function, step.inputs, step.params, streaming), **step.params})
+            if not streaming:
+                warn_time_outliers(frames.get("df"), step.function, kwargs, quiet=self.quiet,
+                                   where=f"step {step.name!r}: ")
             return function.callable()(**frames, **kwargs)
         except (ValueError, PySparkException) as exc:
             raise self._located(step, exc) from exc

@@ -38,6 +38,7 @@ _MODULE_OF = {
     "persistent_items": "persistent",
     "split_persistent": "persistent",
     "windowkit_session": "session",
+    "check_time_outliers": "time_outliers",
     "split_detections": "widening",
     "split_filled": "fill",
     "widen_detect": "widening",

@@ -289,7 +289,8 @@ def _frames(
     """Run ``factory``'s framer over ``df``; the shared output of every framing
     (``presence_only``: the framer reads only whether each value is known)."""
     check_key_name(by)
-    value_col = (F.expr(value) if isinstance(value, str) else value).cast("double")
+    # a value that is not a number ('n/a') is a missing value, as null is, in every ANSI mode
+    value_col = (F.expr(value) if isinstance(value, str) else value).try_cast("double")
     if presence_only:
         # A count reads only which values are known: a finite value travels as 1.0, which
         # the shuffle compresses away, and a missing one (null, NaN, ±inf) as it is.
