@@ -20,6 +20,8 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 T0 = dt.datetime(2024, 1, 1)
 SECOND = dt.timedelta(seconds=1)
@@ -69,10 +71,12 @@ def stream_of(spark, frame, folder: str, parts: int = 4):
     for name, dtype in data.dtypes.items():
         if pd.api.types.is_datetime64_dtype(dtype):  # Spark's timestamps: UTC instants in µs
             data[name] = data[name].dt.tz_localize("UTC").astype("datetime64[us, UTC]")
+    # one Arrow schema for every file: a part whose column is all null keeps its type
+    table = pa.Table.from_pandas(data, preserve_index=False)
     os.makedirs(folder)
     for i in range(parts):
-        part = data.iloc[i * len(data) // parts:(i + 1) * len(data) // parts]
-        part.to_parquet(f"{folder}/part-{i}.parquet", index=False)
+        start, end = i * len(data) // parts, (i + 1) * len(data) // parts
+        pq.write_table(table.slice(start, end - start), f"{folder}/part-{i}.parquet")
     return (spark.readStream.schema(frame.schema).option("maxFilesPerTrigger", 1)
             .parquet(folder))
 

@@ -35,7 +35,8 @@ def canonical(rows: pd.DataFrame) -> pd.DataFrame:
     """Rows in one order, with one index: the same rows compare equal however Spark ordered
     them."""
     rows = rows.reset_index(drop=True)
-    order = rows.astype(str).sort_values(list(rows.columns), kind="stable").index
+    text = rows.map(lambda v: v.hex() if isinstance(v, bytes) else str(v))
+    order = text.sort_values(list(rows.columns), kind="stable").index
     return rows.loc[order].reset_index(drop=True)
 
 
