@@ -220,9 +220,11 @@ class ChainState:
         >>> from windowkit.core.multigranular.spec import MultiGranularSpec
         >>> st = ChainState(MultiGranularSpec.from_levels([(2, 1), (4, 2)]), n_fields=1)
         >>> slots = st.slots(np.array(["a", "b"], dtype=object))
-        >>> _ = st.fold_rows(slots, np.array([1, 6]), None, frontier=6)
-        >>> st.idle().tolist(), st.advance(10).slot.tolist(), st.idle().tolist()
-        ([False, False], [1, 1], [True, False])
+        >>> _ = st.fold_rows(slots, np.array([5, 8]), None, frontier=8)
+        >>> st.idle().tolist()
+        [False, False]
+        >>> st.advance(10).slot.tolist(), st.idle().tolist()  # a's last report was at 8
+        ([1, 1], [True, False])
         """
         used = len(self.keys)
         return (self._due_granules() == _NEVER) & (self.size[:used].sum(axis=1) == 0)
@@ -236,8 +238,10 @@ class ChainState:
         >>> st = ChainState(MultiGranularSpec.from_levels([(2, 1)]), n_fields=1)
         >>> _ = st.slots(np.array(["a", "b", "c"], dtype=object))
         >>> st.keep(np.array([0, 2]))
-        >>> st.keys, st.slots(np.array(["c", "d"], dtype=object)).tolist()
-        (['a', 'c'], [1, 2])
+        >>> st.keys
+        ['a', 'c']
+        >>> st.slots(np.array(["c", "d"], dtype=object)).tolist()
+        [1, 2]
         """
         self.keys = [self.keys[s] for s in slots.tolist()]
         self.index = {k: i for i, k in enumerate(self.keys)}
