@@ -12,8 +12,9 @@ frames close). Per micro-batch it records:
 * ``state_rows`` and ``state_memory_bytes``: the progress's ``stateOperators`` (``numRowsTotal``
   counts state *rows*: a shard's value, its chunk index and its chunks, not keys;
   ``memoryUsedBytes`` is what RocksDB's memtables and caches use in the JVM);
-* ``state_written_bytes``: the bytes of the changelog files the micro-batch added to the
-  checkpoint's ``state`` folder (RocksDB's snapshots, written every few versions, left out).
+* ``state_written_bytes``: the bytes of the changelog files the file's micro-batches added
+  to the checkpoint's ``state`` folder, per micro-batch (RocksDB's snapshots, written every
+  few versions, left out).
   A shard holding fewer than 4,096 keys keeps them in one value, which every micro-batch that
   touches it writes whole: this is the state's size (compressed);
 * ``worker_rss_bytes``: the resident memory of the Python processes under the driver's JVM
@@ -180,7 +181,8 @@ def run_technique(technique: str, args: argparse.Namespace) -> dict:
                                for p in progress) / 1000,
                 "state_rows": rows, "state_memory_bytes": memory,
                 "state_written_bytes": sum(s for path, s in now.items()
-                                           if path not in seen and path.endswith(".changelog")),
+                                           if path not in seen and path.endswith(".changelog"))
+                // max(1, len(progress)),
                 "checkpoint_state_bytes": sum(now.values()),
                 "worker_rss_bytes": rss, "workers": workers})
             seen = now
