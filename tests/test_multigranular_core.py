@@ -399,3 +399,34 @@ def test_connection_generator_has_bursts_and_recurring_sources():
     pd.testing.assert_frame_equal(df, again)
 
 
+@pytest.mark.parametrize("make", [
+    lambda: MultiGranularAggregator(levels=[(4, 2), (12, 4)], distinct=True),
+    lambda: RecurringItems(levels=[(4, 2), (12, 4)]),
+], ids=["aggregator", "recurring"])
+def test_keys_whose_windows_closed_leave_the_state(make):
+    """A long stream of keys that come and go (each key for 10 time units, ten live at a
+    time): the keys held, and the state's bytes, follow the live keys, not the keys ever
+    seen, and the reports stay the reference's."""
+    rng = np.random.default_rng(3)
+    times = np.arange(2000)
+    df = pd.DataFrame({"key": [f"k{t // 10 + rng.integers(0, 10)}" for t in times],
+                       "time": times, "value": rng.random(len(times)), "item": "x"})
+    runner = EventTimeRunner(make())
+    outs, held, sizes = [], [], []
+    for piece in split_frame(df, list(range(50, len(df), 50))):
+        outs.append(runner.push(piece, watermark=int(piece["time"].max()))[0])
+        runner = EventTimeRunner.from_bytes(runner.to_bytes())
+        held.append(len(runner.operator._state.keys))
+        sizes.append(len(runner.to_bytes()))
+    ever = df["key"].nunique()
+    # live: ten keys; the largest range (12) keeps a left key's chain two ranges longer
+    assert max(held) < 30 < ever / 5
+    assert max(sizes[5:]) < 1.5 * sizes[5]
+    got = pd.concat([*outs, runner.finish()], ignore_index=True)
+    if isinstance(runner.operator, RecurringItems):
+        ref = reference_recurring(df, [(4, 2), (12, 4)])
+        key = [*BOUNDS, "item", "count"]
+        assert (got.sort_values(key)[key].values.tolist()
+                == ref.sort_values(key)[key].values.tolist())
+    else:
+        assert_same_reports(got, reference_reports(df, [(4, 2), (12, 4)]), ["count", "sum"])

@@ -170,7 +170,9 @@ def test_sketches_of_idle_keys_are_dropped():
                               "item": ["x", "y"]}))
     assert agg._sketches.live == {0, 1}
     agg.process(pd.DataFrame({"key": ["b"], "time": [20], "value": 1.0, "item": ["z"]}))
-    assert agg._sketches.live == {1}  # a's rows left every range; b has an open granule
+    # a's rows left every range: a is forgotten, sketches and all; b (an open granule) is
+    # the one key held, in slot 0
+    assert agg.n_keys == 1 and agg._sketches.live == {0}
     agg.finish()
     assert agg._sketches.live == set()
 

@@ -1,6 +1,8 @@
 """Issue 16, point 1: a streaming command killed with ``kill -9`` (at a random moment, and
 between a micro-batch's write and its commit) and restarted on its checkpoint writes exactly
-the rows of an uninterrupted run, and its output stays readable by pandas."""
+the rows of an uninterrupted run, and its output stays readable by pandas. And a Python worker
+killed with ``kill -9`` in the middle of a windowkit task, in a batch job and in a micro-batch,
+is retried by Spark: the command writes exactly the rows of an uninterrupted run."""
 
 from __future__ import annotations
 
@@ -13,11 +15,13 @@ import time
 
 import numpy as np
 import pandas as pd
+import psutil
 import pytest
 from pyspark.sql import functions as F
 
 from windowkit.datasets.routers import router_readings
 from windowkit.spark.chunk_store import SPLIT_AT
+from windowkit.spark.kill_hooks import WORKER_MARKER_ENV
 from windowkit.spark.sinks import KILL_AFTER_WRITE_ENV
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -77,23 +81,26 @@ COMMANDS = {
 }
 
 
-def command(name, input_dir, run_dir) -> list[str]:
+def command(name, input_dir, run_dir, stream: bool = True, master: str = "local[2]",
+            files_per_trigger: int = 1) -> list[str]:
     own, _ = COMMANDS[name]
+    streaming = ["--stream", "--checkpoint", str(run_dir / "ck"), "--late", "5 minutes",
+                 "--max-files-per-trigger", str(files_per_trigger)]
     return [sys.executable, "-m", "windowkit.cli", *own, "--input", str(input_dir),
-            "--time", "time", "--by", "router", "--stream",
-            "--checkpoint", str(run_dir / "ck"), "--output", str(run_dir / "out"),
-            "--late", "5 minutes", "--shards", "2", "--master", "local[2]"]
+            "--time", "time", "--by", "router", *(streaming if stream else []),
+            "--output", str(run_dir / "out"), "--shards", "2", "--master", master]
 
 
-def start(name, input_dir, run_dir, env_extra=None) -> subprocess.Popen:
+def start(name, input_dir, run_dir, env_extra=None, **options) -> subprocess.Popen:
     env = {**os.environ, **(env_extra or {})}
     # its own process group: kill -9 reaches the driver's Python, its JVM and the workers
-    return subprocess.Popen(command(name, input_dir, run_dir), env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(command(name, input_dir, run_dir, **options), env=env,
+                            start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
 
 
-def run_to_end(name, input_dir, run_dir, env_extra=None) -> int:
-    proc = start(name, input_dir, run_dir, env_extra)
+def run_to_end(name, input_dir, run_dir, env_extra=None, **options) -> int:
+    proc = start(name, input_dir, run_dir, env_extra, **options)
     proc.communicate(timeout=600)
     return proc.returncode
 
@@ -114,7 +121,7 @@ def kill_after_micro_batches(name, input_dir, run_dir, n_batches: int,
 
 def output_rows(run_dir, name: str) -> pd.DataFrame:
     df = pd.read_parquet(run_dir / "out" / name)  # pandas reads it: no half-written files
-    df = df.drop(columns=["batch"])
+    df = df.drop(columns=["batch"], errors="ignore")  # a stream's micro-batch folders
     return df.sort_values(list(df.columns)).reset_index(drop=True)
 
 
@@ -138,3 +145,45 @@ def test_kill_9_and_restart_give_exactly_the_uninterrupted_rows(input_dir, tmp_p
     assert run_to_end(name, input_dir, crashed) == 0
     for out in outputs:
         pd.testing.assert_frame_equal(output_rows(crashed, out), expected[out])
+
+
+#: Spark retries a failed task only if the job allows it: in local mode ``local[N, F]`` (F
+#: attempts per task; ``spark.task.maxFailures`` is not read there), on a cluster by default.
+RETRYING_MASTER = "local[2,4]"
+
+
+def busy_worker(proc: subprocess.Popen, marker, timeout: float = 300) -> psutil.Process:
+    """The Python worker of ``proc``'s JVM that holds a windowkit task (its pid in
+    ``marker/pid``, written by the task itself), once there is one."""
+    path = marker / "pid"
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, "no windowkit task started"
+        time.sleep(0.2)
+    worker = psutil.Process(int(path.read_text()))
+    # a worker of this command (not of another Spark on the machine), forked by the daemon
+    assert proc.pid in [p.pid for p in worker.parents()]
+    assert any("pyspark.worker" in part or "daemon" in part for part in worker.cmdline())
+    return worker
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["batch", "micro-batch"])
+def test_kill_9_of_a_busy_python_worker_is_retried_with_the_same_rows(input_dir, tmp_path,
+                                                                      stream):
+    clean, killed, marker = tmp_path / "clean", tmp_path / "killed", tmp_path / "marker"
+    marker.mkdir()
+    # two micro-batches: the first one's stateful step is killed
+    options = {"stream": stream, "master": RETRYING_MASTER, "files_per_trigger": N_FILES // 2}
+    assert run_to_end("frames", input_dir, clean, **options) == 0
+    expected = {out: output_rows(clean, out) for out in COMMANDS["frames"][1]}
+    assert len(expected["frames"]) > 10
+
+    proc = start("frames", input_dir, killed, {WORKER_MARKER_ENV: str(marker)}, **options)
+    worker = busy_worker(proc, marker)
+    worker.send_signal(signal.SIGKILL)
+    worker.wait(timeout=60)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    for out, rows in expected.items():
+        pd.testing.assert_frame_equal(output_rows(killed, out), rows)

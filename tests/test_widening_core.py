@@ -304,3 +304,30 @@ def test_memory_stays_bounded_on_a_dense_key():
         op.process(df.iloc[piece])
     assert op.peak_rows_held < 2_000
     assert op.rows_held <= op.config.levels * 4 * 4 + 2 * 8 + n // 40
+
+
+def test_keys_whose_windows_closed_leave_the_state():
+    """Keys come and go (each for 10 time units, ten live at a time), and some come back
+    long after their windows closed: the keys held follow the live keys, not the keys ever
+    seen, and the detections stay the reference's."""
+    rng = np.random.default_rng(5)
+    times = np.arange(3000)
+    keys = times // 10 + rng.integers(0, 10, len(times))
+    keys[::97] = rng.integers(0, 50, len(keys[::97]))  # old keys, back after a long while
+    df = pd.DataFrame({"key": [f"k{k}" for k in keys], "time": times,
+                       "call": rng.choice(list("abcd"), len(times)),
+                       "fd": rng.choice(["1", "2"], len(times))})
+    config = WideningConfig(base=4, max_length=3, levels=3)
+    detector = EpisodeDetector(EPISODES[1])
+    op = WindowWidening(detector, config=config)
+    outputs, held = [], []
+    for piece in split_frame(df, list(range(50, len(df), 50))):
+        outputs.append(op.process(piece))
+        op = WindowWidening.from_bytes(op.to_bytes())
+        held.append(len(op._keys))
+    outputs.append(op.finish())
+    # live: ten keys, plus those whose rows the widest windows (2 * 4 * 2**2) still hold
+    assert max(held) < 60 < df["key"].nunique() / 5
+    got = canonical(pd.concat(outputs, ignore_index=True))
+    assert len(got)
+    pd.testing.assert_frame_equal(got, canonical(widening_reference(df, detector, config)))

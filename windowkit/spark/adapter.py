@@ -50,6 +50,7 @@ from windowkit.core.durations import to_micros
 from windowkit.core.operator import KEY, TIME, EventTimeRunner, StreamOperator
 from windowkit.core.validation import check_int
 from windowkit.spark.event_time import column_type, event_time
+from windowkit.spark.kill_hooks import wait_to_be_killed
 from windowkit.spark.processor import ORIGINAL_PREFIX
 from windowkit.spark.processor import RunnerProcessor as _RunnerProcessor
 from windowkit.spark.session import _local_cores, ensure_stateful_conf, is_connect
@@ -406,6 +407,7 @@ def _run_partition(
     batches: Iterator[pa.RecordBatch],
 ) -> Iterator[pa.RecordBatch]:
     """One task of a batch job: every shard it holds gets a runner; the input ends here."""
+    wait_to_be_killed()
     arrow_schema = _arrow_schema(schema)
     parts: dict[int, list[pa.RecordBatch]] = {}
     for batch in batches:

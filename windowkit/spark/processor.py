@@ -159,6 +159,9 @@ class RunnerProcessor(StatefulProcessor):
         import pandas as pd
 
         from windowkit.spark import adapter as a
+        from windowkit.spark.kill_hooks import wait_to_be_killed
+
+        wait_to_be_killed()
         good, rejected = a._take_rejected(a._unpack_rows(rows),
                                           self.shipped + self.original_columns, self.has_flags)
         if self.key_carrier is not None:

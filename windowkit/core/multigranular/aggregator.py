@@ -198,11 +198,27 @@ class ChainOperator(StreamOperator):
         """Learn that no row at or before ``watermark`` will come: emit the reports due."""
         if self._state.frontier is not None and watermark <= self._state.frontier:
             return self.empty_output()
-        return self._frame(self._state.advance(int(watermark)))
+        return self._settle(self._state.advance(int(watermark)))
 
     def finish(self) -> pd.DataFrame:
         """End of input: emit every remaining report."""
-        return self._frame(self._state.advance(END_OF_INPUT))
+        return self._settle(self._state.advance(END_OF_INPUT))
+
+    def _settle(self, rep: Reports) -> pd.DataFrame:
+        """The reports' rows; then keys left idle are forgotten (:meth:`ChainState.idle`)
+        once they are a quarter of those held: each forgetting copies the held keys' chains,
+        so it is paid for by the keys that went idle since the last one. The bytes never
+        hold idle keys (:func:`_pack`), so a stream's state follows its live keys."""
+        out = self._frame(rep)
+        idle = self._state.idle()
+        n_idle = int(idle.sum())
+        if n_idle and 4 * n_idle >= len(idle):
+            kept = np.flatnonzero(~idle)
+            self._state.keep(kept)
+            sketches = getattr(self, "_sketches", None)
+            if sketches is not None:
+                sketches.keep(kept)
+        return out
 
     def next_deadline(self) -> int | None:
         """The smallest watermark at which :meth:`advance` emits a report, if any."""
@@ -353,7 +369,7 @@ class MultiGranularAggregator(ChainOperator):
             value = batch[VALUE].to_numpy(np.float64)
             reports = st.fold_rows(slot, time, value if order is None else value[order],
                                    frontier)
-        return self._frame(reports)
+        return self._settle(reports)
 
     def _cells(self, batch: pd.DataFrame) -> np.ndarray:
         """The input cells as an array of every field; fields these reports never read
@@ -495,8 +511,7 @@ class MultiGranularAggregator(ChainOperator):
         >>> again.config == agg.config, again.n_keys
         (True, 2)
         """
-        arrays = {} if self._sketches is None else self._sketches.arrays()
-        return _pack(self, self.config_meta(), arrays)
+        return _pack(self, self.config_meta())
 
     def config_meta(self) -> dict:
         """The configuration as JSON-ready values."""
@@ -532,11 +547,16 @@ class MultiGranularAggregator(ChainOperator):
         return _unpack(cls, blob, build)
 
 
-def _pack(op: StreamOperator, meta: dict, arrays: dict) -> bytes:
+def _pack(op: ChainOperator, meta: dict) -> bytes:
+    """The operator's bytes: ``meta``, and the chains (and sketches) of its keys that are
+    not idle."""
     st = op._state
     meta = dict(meta, frontier=st.frontier, before_origin=op.before_origin)
-    keys = st.keys
-    arrays = dict(arrays, **st.arrays())
+    kept = np.flatnonzero(~st.idle())
+    keys = [st.keys[s] for s in kept.tolist()]
+    sketches = getattr(op, "_sketches", None)
+    arrays = {} if sketches is None else sketches.arrays(kept)
+    arrays.update(st.arrays(kept))
     if keys and isinstance(keys[0], tuple):  # (key, item) pairs
         meta["key_kind"] = "pairs"
         arrays["keys"] = np.asarray([k for k, _ in keys], dtype=object)

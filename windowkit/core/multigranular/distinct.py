@@ -246,10 +246,21 @@ class DistinctSketches:
         self.__init__(state["spec"], state["precision"])
         self.load(state["arrays"], state["slots"])
 
-    def arrays(self) -> dict[str, np.ndarray]:
-        """Every stored sketch as (slot, level, end, length) rows and their bytes, in order."""
+    def keep(self, slots: np.ndarray) -> None:
+        """Hold only the sketches of ``slots`` (increasing), renumbered ``0, 1, ...``, as the
+        chain state's :meth:`~windowkit.core.multigranular.state.ChainState.keep` does."""
+        store = self.store
+        self.store = [store[s] if s < len(store) else None for s in slots.tolist()]
+        self.live = {i for i, levels in enumerate(self.store) if levels is not None}
+
+    def arrays(self, slots: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Every stored sketch as (slot, level, end, length) rows and their bytes, in order;
+        of the slots in ``slots`` (increasing; default all), renumbered ``0, 1, ...``."""
         rows, blobs = [], []
-        for s, levels in enumerate(self.store):
+        numbered = (enumerate(self.store) if slots is None else
+                    ((i, self.store[s] if s < len(self.store) else None)
+                     for i, s in enumerate(slots.tolist())))
+        for s, levels in numbered:
             if levels is None:
                 continue
             for k, cells in enumerate(levels):

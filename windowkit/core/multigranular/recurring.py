@@ -125,7 +125,7 @@ class RecurringItems(ChainOperator):
             reports = st.fold_cells(slot, time, cells, frontier)
         else:
             reports = st.fold_rows(slot, time, None, frontier)
-        return self._frame(reports)
+        return self._settle(reports)
 
     def _frame(self, rep: Reports) -> pd.DataFrame:
         keep = rep.extras[:, 2] > 0 if len(rep) else np.zeros(0, dtype=bool)
@@ -158,7 +158,7 @@ class RecurringItems(ChainOperator):
         """
         meta = {"levels": [[lv.range, lv.slide] for lv in self.spec.levels],
                 "origin": self.spec.origin, "report": self.report}
-        return _pack(self, meta, {})
+        return _pack(self, meta)
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> RecurringItems:

@@ -20,6 +20,10 @@ from windowkit.core.serialization import StateFormatError
 
 #: Frontier granule meaning "the input has ended".
 END_OF_INPUT = 2**62
+#: Granule meaning "never".
+_NEVER = np.iinfo(np.int64).max
+#: The arrays holding one entry per key slot.
+_PER_KEY = ("ring", "ring_end", "head", "size", "last_g", "done_g", "open_g", "open_cells")
 
 
 class Reports:
@@ -80,8 +84,7 @@ class ChainState:
         self.open_cells = empty_cells(capacity, self.n_fields)
 
     def _grow(self, need: int) -> None:
-        old = {n: getattr(self, n) for n in ("ring", "ring_end", "head", "size", "last_g",
-                                             "done_g", "open_g", "open_cells")}
+        old = {n: getattr(self, n) for n in _PER_KEY}
         used = len(self.keys)
         self._alloc(max(need, 2 * len(old["last_g"]), 16))
         for name, arr in old.items():
@@ -184,35 +187,84 @@ class ChainState:
 
     def next_deadline(self) -> int | None:
         """Smallest watermark (µs) at which :meth:`advance` reports something, if any."""
-        used = len(self.keys)
-        if not used:
+        if not self.keys:
             return None
+        g = int(self._due_granules().min())
+        if g == _NEVER:
+            return None
+        return self.spec.origin + g * self.spec.finest_slide
+
+    def _due_granules(self) -> np.ndarray:
+        """Per key, the first granule at which it has a report due or an open cell to
+        complete (``_NEVER``: none)."""
+        used = len(self.keys)
         lay = self.layout
-        best = np.where(self.open_g[:used] != NONE, self.open_g[:used], np.iinfo(np.int64).max)
+        best = np.where(self.open_g[:used] != NONE, self.open_g[:used], _NEVER)
         live = self.last_g[:used] != NONE
         done = self.done_g[:used]
         for k in range(self.spec.n_levels):
             nm = (done // lay.r[k] + 1) * lay.r[k]
             due = live & ((self.size[:used, k] > 0) | (nm < self.last_g[:used] + lay.n[k]))
             best = np.where(due & (nm < best), nm, best)
-        g = int(best.min())
-        if g == np.iinfo(np.int64).max:
-            return None
-        return self.spec.origin + g * self.spec.finest_slide
+        return best
+
+    # ------------------------------------------------------------------ idle keys
+    def idle(self) -> np.ndarray:
+        """Per key (by slot): whether its chain holds no cell and owes no report.
+
+        Such a key is as if never seen: its next row would start a chain that reports
+        exactly what its old one would (a report needs a row in its scope, and every level's
+        scope has moved past the key's last row), so it can be forgotten.
+
+        Examples
+        --------
+        >>> from windowkit.core.multigranular.spec import MultiGranularSpec
+        >>> st = ChainState(MultiGranularSpec.from_levels([(2, 1), (4, 2)]), n_fields=1)
+        >>> slots = st.slots(np.array(["a", "b"], dtype=object))
+        >>> _ = st.fold_rows(slots, np.array([5, 8]), None, frontier=8)
+        >>> st.idle().tolist()
+        [False, False]
+        >>> st.advance(10).slot.tolist(), st.idle().tolist()  # a's last report was at 8
+        ([1, 1], [True, False])
+        """
+        used = len(self.keys)
+        return (self._due_granules() == _NEVER) & (self.size[:used].sum(axis=1) == 0)
+
+    def keep(self, slots: np.ndarray) -> None:
+        """Hold only the keys at ``slots`` (increasing), numbered ``0, 1, ...`` in that order.
+
+        Examples
+        --------
+        >>> from windowkit.core.multigranular.spec import MultiGranularSpec
+        >>> st = ChainState(MultiGranularSpec.from_levels([(2, 1)]), n_fields=1)
+        >>> _ = st.slots(np.array(["a", "b", "c"], dtype=object))
+        >>> st.keep(np.array([0, 2]))
+        >>> st.keys
+        ['a', 'c']
+        >>> st.slots(np.array(["c", "d"], dtype=object)).tolist()
+        [1, 2]
+        """
+        self.keys = [self.keys[s] for s in slots.tolist()]
+        self.index = {k: i for i, k in enumerate(self.keys)}
+        self._key_values = None
+        for name in _PER_KEY:
+            setattr(self, name, getattr(self, name)[slots])
 
     # ------------------------------------------------------------------ bytes
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The state as compact arrays: only stored cells, each level's queue in order."""
-        used = len(self.keys)
+    def arrays(self, slots: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """The state as compact arrays: only stored cells, each level's queue in order; of
+        the keys at ``slots`` (increasing; default all), in that order."""
+        if slots is None:
+            slots = np.arange(len(self.keys))
         lay = self.layout
         out: dict[str, Any] = {
-            "last_g": self.last_g[:used], "done_g": self.done_g[:used],
-            "open_g": self.open_g[:used], "open_cells": self.open_cells[:used],
-            "size": self.size[:used],
+            "last_g": self.last_g[slots], "done_g": self.done_g[slots],
+            "open_g": self.open_g[slots], "open_cells": self.open_cells[slots],
+            "size": self.size[slots],
         }
         for k in range(self.spec.n_levels):
-            sizes = self.size[:used, k]
-            rep = np.repeat(np.arange(used), sizes)
+            sizes = self.size[slots, k]
+            rep = np.repeat(slots, sizes)
             q = np.arange(len(rep)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
             pos = lay.off[k] + (self.head[rep, k] + q) % lay.cap[k]
             out[f"cells{k}"] = self.ring[rep, pos]

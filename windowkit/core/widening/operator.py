@@ -347,6 +347,7 @@ class WindowWidening(StreamOperator):
         self._pending = _split(pending_refs, *pending[1:])
         self._held = _split(held_refs, *held[1:])
         self._prune_seen(bound)
+        self._forget_idle_keys()
         return out
 
     def _detect(self, w_slot, w_level, w_start, w_piece, w_lo, w_hi, given) -> list:
@@ -423,6 +424,34 @@ class WindowWidening(StreamOperator):
         stale = [m for m, first in self._seen.items() if first + reach <= bound]
         for m in stale:
             del self._seen[m]
+
+    def _forget_idle_keys(self) -> None:
+        """Forget the keys that hold no row (stored, or waiting for its time's ties) and no
+        reported match, once they are a quarter of the keys held (each forgetting renumbers
+        every held key, so it is paid for by the keys that went idle since the last one).
+
+        Such a key's rows have left every window, and the stream is past its last time: its
+        next row is numbered, ordered and windowed as a new key's would be, so keeping it
+        would only make the state grow with the keys ever seen.
+        """
+        n_keys = len(self._key_index)
+        busy = np.zeros(n_keys, dtype=bool)
+        busy[self._store["slot"]] = True
+        busy[self._ties_held[0]] = True
+        busy[[identity[0] for identity in self._seen]] = True
+        n_idle = n_keys - int(busy.sum())
+        if not n_idle or 4 * n_idle < n_keys:
+            return
+        kept = np.flatnonzero(busy)
+        renumber = np.full(n_keys, -1, dtype=np.int64)
+        renumber[kept] = np.arange(len(kept))
+        keys = self._keys
+        self._key_index = KeyIndex([keys[s] for s in kept.tolist()])
+        self._next_seq, self._last_time, self._ties = (
+            self._next_seq[kept], self._last_time[kept], self._ties[kept])
+        self._store["slot"][:] = renumber[self._store["slot"]]  # a view of the buffer
+        self._ties_held = (renumber[self._ties_held[0]], *self._ties_held[1:])
+        self._seen = {(int(renumber[m[0]]), *m[1:]): first for m, first in self._seen.items()}
 
     # ------------------------------------------------------------------ state
     def to_bytes(self) -> bytes:

@@ -1,0 +1,320 @@
+"""Long runs stay flat (soak): does a stream's cost follow the live keys or the keys ever seen?
+
+For each technique (threshold frames, multi-granular windows, window widening, windowed
+Count-Min, persistent items) one streaming query runs over ``--batches`` micro-batches: small
+Parquet files written up front, handed to the query one at a time (``maxFilesPerTrigger=1``),
+each a minute of event time over ``--keys`` live keys, a tenth of which are replaced by new
+keys every minute (each key lives about ten minutes, then never comes back, so its windows and
+frames close). Per micro-batch it records:
+
+* ``batch_s``: Spark's ``triggerExecution`` of the file's micro-batches (the one reading it and
+  the no-data one Spark may run after it for the moved watermark);
+* ``state_rows`` and ``state_memory_bytes``: the progress's ``stateOperators`` (``numRowsTotal``
+  counts state *rows*: a shard's value, its chunk index and its chunks, not keys;
+  ``memoryUsedBytes`` is what RocksDB's memtables and caches use in the JVM);
+* ``state_written_bytes``: the bytes of the changelog files the file's micro-batches added
+  to the checkpoint's ``state`` folder, per micro-batch (RocksDB's snapshots, written every
+  few versions, left out).
+  A shard holding fewer than 4,096 keys keeps them in one value, which every micro-batch that
+  touches it writes whole: this is the state's size (compressed);
+* ``worker_rss_bytes``: the resident memory of the Python processes under the driver's JVM
+  (Spark's Python daemon and its workers), summed.
+
+The table gives, per technique and curve, the level at micro-batch ``--settled`` (default 20),
+the largest and the last value after it as ratios of that level, and the slope of the
+micro-batch time (per 100 micro-batches, as a fraction of its median). A curve that keeps
+growing after the keys start leaving (state rows or bytes tracking the keys ever seen) is a
+leak. Each technique runs in a process of its own (its own JVM and Python workers); the JSON
+(``bench/results/soak.json``) keeps the other techniques' latest results, so they can be run
+one at a time, and the PNG (``bench/results/soak.png``) draws all of them::
+
+    .venv/bin/python bench/soak.py                              # all five, 200 micro-batches
+    .venv/bin/python bench/soak.py --techniques frames --batches 30   # a quick look at one
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+# this tree's windowkit (driver and Spark's workers) and its commit helpers
+from state_scale import ROOT, T0, git_commit, git_dirty, state_bytes
+
+TECHNIQUES = ("frames", "multigranular", "widening", "countmin", "persistent")
+CURVES = ("batch_s", "worker_rss_bytes", "state_written_bytes", "state_rows",
+          "state_memory_bytes")
+MINUTE = 60_000_000
+CALLS = np.array(["accept", "dup", "execve", "read", "write"], dtype=object)
+SCHEMA = pa.schema([("key", pa.string()), ("time", pa.timestamp("us", tz="UTC")),
+                    ("value", pa.float64()), ("call", pa.string()), ("fd", pa.string()),
+                    ("exe", pa.string()), ("ret", pa.string())])
+DDL = ("key string, time timestamp, value double, call string, fd string, exe string, "
+       "ret string")
+
+
+def write_inputs(folder: str, batches: int, rows: int, keys: int, seed: int) -> None:
+    """``batches`` files of ``rows`` rows, file ``b`` holding minute ``b`` of event time over
+    the live keys ``[b * keys / 10, b * keys / 10 + keys)``."""
+    rng = np.random.default_rng(seed)
+    os.makedirs(folder)
+    step = max(1, keys // 10)
+    for b in range(batches):
+        key = b * step + rng.integers(0, keys, rows)
+        times = T0 + b * MINUTE + np.sort(rng.integers(0, MINUTE, rows))
+        table = pa.table([
+            pa.array(np.char.add("k", key.astype(str)).astype(object)),
+            pa.array(times, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+            pa.array(rng.random(rows)),
+            pa.array(CALLS[rng.integers(0, len(CALLS), rows)]),
+            pa.array(np.full(rows, "3", dtype=object)),
+            pa.array(np.full(rows, "/bin/sh", dtype=object)),
+            pa.array(np.full(rows, "0", dtype=object)),
+        ], schema=SCHEMA)
+        path = os.path.join(folder, f"part-{b:04d}.parquet")
+        pq.write_table(table, path)
+        os.utime(path, (1_700_000_000 + b, 1_700_000_000 + b))  # the source's order
+
+
+def build_query(spark, technique: str, source: str, shards: int, late: str):
+    """The technique's streaming DataFrame over the files of ``source``."""
+    from pyspark.sql import functions as F
+
+    from windowkit.spark import (
+        multi_granular,
+        persistent_items,
+        threshold_frames,
+        widen_detect,
+        windowed_count_min,
+    )
+
+    stream = (spark.readStream.schema(DDL).option("maxFilesPerTrigger", 1).parquet(source))
+    common = {"late": late, "shards": shards}
+    if technique == "frames":
+        # with a reporting schedule a key's frame closes once the watermark shows its next
+        # report is absent: a key that leaves closes its frame
+        return threshold_frames(stream, "time", F.col("value") > 0.5, by="key",
+                                min_duration="2 rows", schedule="1 minute", **common)
+    if technique == "multigranular":
+        return multi_granular(stream, "time", "RANGES 5 MINUTES, 1 MINUTE "
+                              "SLIDES 1 MINUTE, 30 SECONDS", by="key", value="value",
+                              aggregates=["count", "sum", "max"], **common)
+    if technique == "widening":
+        return widen_detect(stream, "time", by="key", detector="remote-shell",
+                            base="10 seconds", max_length=8, max_duration="2 minutes", **common)
+    if technique == "countmin":
+        return windowed_count_min(stream, "key", "time", window=10, unit="ticks",
+                                  tick="1 minute", algorithm="proportional", **common)
+    return persistent_items(stream, "key", "time", slot="1 minute", window_slots=10,
+                            alpha=0.5, epsilon=0.1, **common)
+
+
+def worker_memory() -> tuple[int, int]:
+    """``(summed RSS, count)`` of the Python processes under this driver's JVM."""
+    import psutil
+
+    total = count = 0
+    for jvm in psutil.Process().children():
+        try:
+            if "java" not in jvm.name():
+                continue
+            for proc in jvm.children(recursive=True):
+                if "python" in proc.name():
+                    total += proc.memory_info().rss
+                    count += 1
+        except psutil.Error:  # a worker that ended meanwhile
+            continue
+    return total, count
+
+
+def _state_metrics(progress: list[dict]) -> tuple[int | None, int | None]:
+    """The last progress's state rows and memory, summed over its stateful operators."""
+    for p in reversed(progress):
+        ops = p.get("stateOperators") or []
+        if ops:
+            return (sum(o.get("numRowsTotal", 0) for o in ops),
+                    sum(o.get("memoryUsedBytes", 0) for o in ops))
+    return None, None
+
+
+def run_technique(technique: str, args: argparse.Namespace) -> dict:
+    """Run one technique's query over ``args.batches`` files; its per-micro-batch curves."""
+    from windowkit.spark import windowkit_session
+
+    spark = windowkit_session(args.master, app_name=f"bench-soak-{technique}",
+                              shuffle_partitions=args.shards, quiet=True,
+                              extra_conf={"spark.sql.streaming.numRecentProgressUpdates":
+                                          str(args.batches * 3 + 10)})
+    workdir = tempfile.mkdtemp(prefix=f"wk-soak-{technique}-")
+    staged, source = os.path.join(workdir, "staged"), os.path.join(workdir, "in")
+    checkpoint = os.path.join(workdir, "ck")
+    write_inputs(staged, args.batches, args.rows, args.keys, args.seed)
+    os.makedirs(source)
+    query = (build_query(spark, technique, source, args.shards, args.late).writeStream
+             .format("noop").option("checkpointLocation", checkpoint).start())
+    records, seen, last_batch = [], state_bytes(checkpoint), -1
+    try:
+        for i, name in enumerate(sorted(os.listdir(staged))):
+            stat = os.stat(os.path.join(staged, name))
+            os.replace(os.path.join(staged, name), os.path.join(source, name))
+            os.utime(os.path.join(source, name), (stat.st_atime, stat.st_mtime))
+            query.processAllAvailable()
+            progress = [p for p in query.recentProgress if p["batchId"] > last_batch]
+            last_batch = max([p["batchId"] for p in progress], default=last_batch)
+            now = state_bytes(checkpoint)
+            rows, memory = _state_metrics(progress)
+            rss, workers = worker_memory()
+            records.append({
+                "file": i, "micro_batches": len(progress),
+                "rows": sum(p["numInputRows"] for p in progress),
+                "batch_s": sum(p["durationMs"].get("triggerExecution", 0)
+                               for p in progress) / 1000,
+                "state_rows": rows, "state_memory_bytes": memory,
+                "state_written_bytes": sum(s for path, s in now.items()
+                                           if path not in seen and path.endswith(".changelog"))
+                // max(1, len(progress)),
+                "checkpoint_state_bytes": sum(now.values()),
+                "worker_rss_bytes": rss, "workers": workers})
+            seen = now
+            if (i + 1) % 10 == 0:
+                print(f"  {technique}: {i + 1}/{args.batches} micro-batches", file=sys.stderr)
+    finally:
+        query.stop()
+        spark.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return {"technique": technique, "batches": records,
+            "summary": summarize(records, args.settled)}
+
+
+def summarize(records: list[dict], settled: int) -> dict:
+    """Per curve: its level at micro-batch ``settled``, and the largest and last value after
+    it as ratios of that level; the micro-batch time's slope.
+
+    Examples
+    --------
+    >>> recs = [{"batch_s": 1.0 + i / 100, "worker_rss_bytes": 10} for i in range(5)]
+    >>> s = summarize(recs, 1)
+    >>> s["worker_rss_bytes"]["max_ratio"], round(s["batch_s_slope_per_100"], 3)
+    (1.0, 0.976)
+    """
+    settled = min(settled, len(records) - 1)
+    out: dict = {"settled_at": settled}
+    for curve in CURVES:
+        values = [r.get(curve) for r in records[settled:]]
+        if not values or any(v is None for v in values) or not values[0]:
+            continue
+        level = values[0]
+        out[curve] = {"level": level, "max": max(values), "last": values[-1],
+                      "max_ratio": round(max(values) / level, 3),
+                      "last_ratio": round(values[-1] / level, 3)}
+    times = np.array([r["batch_s"] for r in records[settled:]])
+    if len(times) > 1:
+        slope = np.polyfit(np.arange(len(times)), times, 1)[0]
+        # the change over 100 micro-batches, as a fraction of the median micro-batch
+        out["batch_s_slope_per_100"] = float(slope * 100 / statistics.median(times))
+    return out
+
+
+def plot(results: dict[str, dict], path: str) -> None:
+    """One panel per curve, one line per technique, the settled level marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [("batch_s", "micro-batch time (s)", 1), ("worker_rss_bytes",
+              "Python workers' RSS (MB)", 1e6), ("state_written_bytes",
+              "state written per micro-batch (KB)", 1e3), ("state_rows", "state rows", 1)]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 11), sharex=True)
+    for ax, (curve, label, scale) in zip(axes, panels, strict=True):
+        for technique, result in results.items():
+            xs = [r["file"] for r in result["batches"] if r.get(curve) is not None]
+            ys = [r[curve] / scale for r in result["batches"] if r.get(curve) is not None]
+            ax.plot(xs, ys, label=technique, linewidth=1)
+        settled = next(iter(results.values()))["summary"]["settled_at"]
+        ax.axvline(settled, color="grey", linestyle=":", linewidth=1)
+        ax.set_ylabel(label)
+        ax.set_ylim(bottom=0)
+    axes[0].legend(loc="upper right", ncol=len(results), fontsize="small")
+    axes[-1].set_xlabel("micro-batch (one file, one minute of event time)")
+    fig.suptitle("Soak: keys come and go; the curves should stay flat after the dotted line")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def print_table(results: dict[str, dict]) -> None:
+    """Per technique and curve: level at the settled micro-batch, max and last ratios."""
+    print(f"\n{'technique':<14}{'curve':<22}{'level':>14}{'max/level':>11}{'last/level':>12}")
+    for technique, result in results.items():
+        summary = result["summary"]
+        for curve in CURVES:
+            if curve in summary:
+                s = summary[curve]
+                print(f"{technique:<14}{curve:<22}{s['level']:>14,.3f}{s['max_ratio']:>11.3f}"
+                      f"{s['last_ratio']:>12.3f}")
+        if "batch_s_slope_per_100" in summary:
+            print(f"{technique:<14}{'time slope /100 mb':<22}{'':>14}"
+                  f"{summary['batch_s_slope_per_100']:>+11.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--techniques", default=",".join(TECHNIQUES))
+    parser.add_argument("--batches", type=int, default=200, help="micro-batches (files)")
+    parser.add_argument("--rows", type=int, default=3000, help="rows per micro-batch")
+    parser.add_argument("--keys", type=int, default=3000, help="live keys at any time")
+    parser.add_argument("--settled", type=int, default=20,
+                        help="the micro-batch whose values are the level compared with")
+    parser.add_argument("--shards", type=int, default=2)
+    parser.add_argument("--late", default="10 seconds", help="watermark delay")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--output", default=os.path.join(ROOT, "bench", "results"))
+    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # the child's technique
+    args = parser.parse_args()
+    if args.batches <= args.settled:
+        parser.error(f"--batches must exceed --settled ({args.settled}); got {args.batches}")
+    if args.one is not None:
+        json.dump(run_technique(args.one, args), sys.stdout)
+        return
+    path = os.path.join(args.output, "soak.json")
+    report = {"results": {}}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            report = json.load(f)
+    for technique in args.techniques.split(","):
+        if technique not in TECHNIQUES:
+            parser.error(f"--techniques: {technique!r} is not one of {', '.join(TECHNIQUES)}")
+        print(f"{technique}: {args.batches} micro-batches ...", file=sys.stderr)
+        # a process of its own: its own JVM and Python workers, whose memory is measured
+        child = subprocess.run([sys.executable, os.path.abspath(__file__), *sys.argv[1:],
+                                "--one", technique], check=True,
+                               stdout=subprocess.PIPE, text=True)
+        result = json.loads(child.stdout)
+        result.update({"commit": git_commit(), "uncommitted_changes": git_dirty(),
+                       "settings": {k: getattr(args, k) for k in (
+                           "batches", "rows", "keys", "shards", "late", "master", "seed")}})
+        report["results"][technique] = result
+    report.update({"machine": platform.platform(), "cpus": os.cpu_count()})
+    results = {t: report["results"][t] for t in TECHNIQUES if t in report["results"]}
+    print_table(results)
+    os.makedirs(args.output, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as out:
+        json.dump(report, out, indent=1)
+    plot(results, os.path.join(args.output, "soak.png"))
+    print(f"\nwrote {path} and soak.png", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
