@@ -764,8 +764,8 @@ def _one_report_per_tie(slot: np.ndarray, time: np.ndarray, value: np.ndarray,
     --------
     >>> s, t = np.zeros(4, np.int64), np.array([1, 1, 1, 2])
     >>> v = np.array([0.0, np.nan, 1.0, 1.0])
-    >>> _one_report_per_tie(s, t, v, "any")[2].tolist(), _one_report_per_tie(s, t, v, "all")[2]
-    ([1.0, 1.0], array([0., 1.]))
+    >>> [_one_report_per_tie(s, t, v, policy)[2].tolist() for policy in ("any", "all")]
+    [[1.0, 1.0], [0.0, 1.0]]
     """
     if len(time) < 2:
         return slot, time, value

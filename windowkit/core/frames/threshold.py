@@ -41,9 +41,8 @@ brute-force oracle ``windowkit.reference.frames`` is written from the same text)
   first row: the last report that did not satisfy the predicate (the freezer example).
 
 State bytes (format ``THRFRAME``, version 1) hold the spec and one row per key of the table
-:meth:`ThresholdFramer.key_state` gives: the layout threshold framers have always written, so
-bytes and chunked checkpoints of any windowkit since load as they are, converted to and from
-the engine's per-key state.
+:meth:`ThresholdFramer.key_state` gives, the table a streaming checkpoint stores in chunks;
+it is converted to and from the engine's per-key state.
 """
 
 from __future__ import annotations
@@ -321,7 +320,7 @@ class ThresholdFramer(SequenceFramer):
             "fragment_every": None if frag is None else [frag.kind, frag.amount],
             "duplicates": spec.duplicates,
         }
-        if spec.extent != "conservative":  # conservative bytes stay those of older windowkit
+        if spec.extent != "conservative":  # a conservative spec keeps the v1 meta exactly
             meta["extent"] = spec.extent
         keys, arrays = self.key_state()
         meta["integer_keys"] = bool(keys.dtype == np.int64 or not len(keys))
