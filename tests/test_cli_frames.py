@@ -141,3 +141,24 @@ def test_cli_fill_counts_the_messages_around_each_frame_issue15(spark, tmp_path)
 def _csv(tmp_path):
     (tmp_path / "readings.csv").write_text(CSV)
     return tmp_path / "readings.csv"
+
+
+def test_cli_offers_extent_and_duplicates_to_every_kind_where_they_apply(capsys):
+    # --extent reaches threshold frames too; --duplicates any/all is refused before Spark
+    # starts where the values are not truth values
+    from unittest import mock
+
+    from windowkit.cli import build_parser
+    from windowkit.cli.frames import _check_kind, _frames
+
+    base = ["frames", "--input", "x", "--time", "t", "--output", "o"]
+    args = build_parser().parse_args([*base, "--when", "v > 1", "--extent", "liberal",
+                                      "--duplicates", "any"])
+    _check_kind(args)
+    with mock.patch("windowkit.spark.threshold_frames") as threshold_frames:
+        _frames("df", args)
+    assert threshold_frames.call_args.kwargs["extent"] == "liberal"
+    assert threshold_frames.call_args.kwargs["duplicates"] == "any"
+    assert main([*base, "--kind", "delta", "--value", "v", "--x", "2", "--duplicates",
+                 "all"]) == 2
+    assert "`duplicates` must be 'keep' for DeltaFraming" in capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""Counting sort by key slot and per-key time sort against numpy's stable sorts."""
+"""The sort of rows by key slot and time against numpy's stable sort."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkit.core.ordering import group_rows_by_slot, key_time_order, sort_each_key_by_time
+from windowkit.core.ordering import key_time_order
 
 
 @st.composite
@@ -29,19 +29,6 @@ def rows(draw):
         time = np.sort(time)[::-1].copy()
     codes = np.arange(n, dtype=np.int64).astype(np.int8)  # row identity (mod 256)
     return slot, n_slots, time, codes
-
-
-@settings(max_examples=200, deadline=None)
-@given(rows())
-def test_grouping_then_time_sort_equals_a_stable_sort_by_slot_and_time(case):
-    slot, n_slots, time, codes = case
-    order = np.lexsort((time, slot))  # lexsort is stable
-    s, t, c = group_rows_by_slot(slot, n_slots, time, codes)
-    assert np.array_equal(s, slot[np.argsort(slot, kind="stable")])
-    s, t, c = sort_each_key_by_time(s, t, c)
-    assert np.array_equal(s, slot[order])
-    assert np.array_equal(t, time[order])
-    assert np.array_equal(c, codes[order])
 
 
 @settings(max_examples=200, deadline=None)

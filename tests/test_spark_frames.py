@@ -76,6 +76,18 @@ def test_batch_threshold_frames_equal_the_core(spark, readings):
     pd.testing.assert_frame_equal(got, expected)
 
 
+def test_batch_liberal_threshold_frames_equal_the_core(spark, readings):
+    # the extent every framing takes: start reaches back to the report before the frame
+    from windowkit.spark import split_rejected, threshold_frames
+
+    params = {"min_duration": "3 rows", "extent": "liberal"}
+    frames, _ = split_rejected(threshold_frames(spark.createDataFrame(readings), "time",
+                                                "loss_rate > 0.003", by="router", **params))
+    expected = core_frames(readings, **params)
+    assert (expected["start"] < core_frames(readings, min_duration="3 rows")["start"]).all()
+    pd.testing.assert_frame_equal(canonical(frames.toPandas()), expected)
+
+
 def test_batch_frames_keep_missing_values_and_times_before_1970(spark, readings):
     # The predicate code travels in the time's low bits: a missing value (-1) and a negative
     # time (before 1970) must reach the framer unchanged.

@@ -218,3 +218,19 @@ def test_invalid_parameters_fail_before_spark_runs(spark, traffic):
     with pytest.raises(ValueError, match="`by` must not be named like a column of the frames"):
         wk.delta_frames(df.withColumnRenamed("sensor", "start"), "time", "speed", 1.0,
                         by="start")
+
+
+def test_framings_take_duplicates_where_they_apply(spark, traffic):
+    # any/all make sense for truth values only: refused for values before Spark runs; a
+    # custom framing of truth values takes them (one report per tie of sensor and time)
+    import windowkit.spark as wk
+    from windowkit.core.frames import ThresholdFraming
+
+    df = spark.createDataFrame(traffic.head(5))
+    with pytest.raises(ValueError, match="`duplicates` must be 'keep' for BoundaryFraming"):
+        wk.boundary_frames(df, "time", "speed", 10.0, duplicates="any")
+    rows = spark.createDataFrame([("s", 1, 1.0), ("s", 1, 0.0), ("s", 2, 1.0)],
+                                 "sensor string, t long, hot double")
+    out = wk.custom_frames(rows, "t", "hot", ThresholdFraming(), by="sensor", time_unit="s",
+                           duplicates="any")
+    assert [tuple(r) for r in out.select("start", "last", "n_tuples").collect()] == [(1, 2, 2)]

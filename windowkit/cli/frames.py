@@ -19,7 +19,13 @@ from windowkit.cli.common import (
     summarize,
     write_outputs,
 )
-from windowkit.core.frames import ThresholdFrameSpec
+from windowkit.core.frames import (
+    AggregateFramer,
+    BoundaryFramer,
+    DeltaFramer,
+    SequenceFrameSpec,
+    ThresholdFramer,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,8 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     >>> from windowkit.cli import build_parser
     >>> args = build_parser().parse_args(["frames", "--input", "in", "--time", "t",
     ...     "--when", "x > 1", "--output", "out", "--min-duration", "3 rows"])
-    >>> args.min_duration, args.missing, args.duplicates
-    ('3 rows', 'unsatisfied', 'keep')
+    >>> args.min_duration, args.missing, args.duplicates, args.extent
+    ('3 rows', 'unsatisfied', 'keep', 'conservative')
     """
     p = subparsers.add_parser(
         "frames",
@@ -58,16 +64,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--op", choices=("<", "<=", ">", ">="), default=">",
                    help="aggregate: the comparison with --x")
     p.add_argument("--extent", choices=("conservative", "liberal"), default="conservative",
-                   help="boundary, delta, aggregate: liberal frames run from the last report "
-                        "that did not satisfy to the next one that does not")
+                   help="liberal frames run from the last report outside the frame (for "
+                        "threshold: the last that did not satisfy --when) to the next one")
     p.add_argument("--min-duration", default="1 rows", help="'3 rows' or '90 seconds'")
     p.add_argument("--missing", choices=("unsatisfied", "satisfying"), default="unsatisfied",
                    help="missing values break frames or are bridged between satisfying ones")
     p.add_argument("--schedule", default=None, help="reporting period, e.g. '30 seconds'")
     p.add_argument("--fragment-every", default=None, help="emit partial frames this often")
     p.add_argument("--duplicates", choices=("keep", "any", "all"), default="keep",
-                   help="rows of one key at one time: all are reports (keep), or one report "
-                        "that holds if any / all of them hold")
+                   help="rows of one key at one time: all are reports (keep), or, threshold "
+                        "only, one report that holds if any / all of them hold")
     p.add_argument("--shards", type=int, default=None, help="Spark groups the keys share")
     p.set_defaults(func=run)
 
@@ -101,13 +107,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_kind(args: argparse.Namespace) -> None:
-    """The options each kind needs, before Spark starts."""
-    common = (args.min_duration, args.missing, args.schedule, args.fragment_every)
+    """The options each kind needs, before Spark starts: the core framer is built once."""
+    spec = SequenceFrameSpec.create(args.min_duration, args.missing, args.schedule,
+                                    args.fragment_every, args.extent, args.duplicates)
     if args.kind == "threshold":
         if args.when is None:
             msg = "`--when` is required with --kind threshold (e.g. --when 'loss_rate > 0.003')"
             raise ValueError(msg)
-        ThresholdFrameSpec.create(*common, args.duplicates)
+        ThresholdFramer(spec=spec)
         return
     if args.value is None or args.x is None:
         msg = f"`--value` and `--x` are required with --kind {args.kind}"
@@ -115,9 +122,10 @@ def _check_kind(args: argparse.Namespace) -> None:
     if args.when is not None:
         msg = f"`--when` is for --kind threshold; --kind {args.kind} frames --value by --x"
         raise ValueError(msg)
-    from windowkit.core.frames._engine import SequenceFrameSpec
-
-    SequenceFrameSpec.create(*common, args.extent)
+    if args.kind == "aggregate":
+        AggregateFramer(args.func, args.op, args.x, spec=spec)
+    else:
+        (BoundaryFramer if args.kind == "boundary" else DeltaFramer)(args.x, spec=spec)
 
 
 def _frames(df, args: argparse.Namespace):
@@ -127,10 +135,9 @@ def _frames(df, args: argparse.Namespace):
     common = {"by": args.by, "min_duration": args.min_duration, "missing": args.missing,
               "schedule": args.schedule, "fragment_every": args.fragment_every,
               "late": getattr(args, "late", None), "shards": args.shards,
-              "time_unit": args.time_unit}
+              "time_unit": args.time_unit, "extent": args.extent, "duplicates": args.duplicates}
     if args.kind == "threshold":
-        return threshold_frames(df, args.time, args.when, duplicates=args.duplicates, **common)
-    common["extent"] = args.extent
+        return threshold_frames(df, args.time, args.when, **common)
     if args.kind == "boundary":
         return boundary_frames(df, args.time, args.value, args.x, **common)
     if args.kind == "delta":

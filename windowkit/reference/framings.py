@@ -7,9 +7,13 @@ scratch for every candidate frame. It is meant to be obviously right, not fast.
 
 For one key (times int64 µs; a value is a float, missing when null, NaN or infinite):
 
-1. *Elements*: the key's rows ordered by time (equal times by value, missing last) and, with a
-   reporting schedule of period ``P``, ``max(0, (2 g + P) // (2 P) - 1)`` absent reports (missing)
-   in each gap ``g``, at ``a + P, a + 2P, ...``, plus one absent report ``P`` after the last row.
+1. *Elements*: the key's rows ordered by time and, with a reporting schedule of period ``P``,
+   ``max(0, (2 g + P) // (2 P) - 1)`` absent reports (missing) in each gap ``g``, at
+   ``a + P, a + 2P, ...``, plus one absent report ``P`` after the last row. Rows at equal
+   times are all elements, by value with missing last (threshold: unsatisfied, missing,
+   satisfying, as :func:`windowkit.reference.frames.threshold_frames_reference` takes them);
+   for threshold frames ``duplicates="any"`` / ``"all"`` make them one element instead (the
+   tie's highest / lowest in that order).
 2. *Segments*: with ``missing="unsatisfied"`` every missing element cuts the sequence; with
    ``missing="satisfying"`` the segment is the whole sequence and missing elements are skipped
    when values are read.
@@ -101,6 +105,7 @@ def framings_reference(
     schedule: int | str | None = None,
     fragment_every: Duration | str | int | None = None,
     extent: str = "conservative",
+    duplicates: str = "keep",
 ) -> pd.DataFrame:
     """Frames of every key of ``df`` by brute force (see the module docstring).
 
@@ -115,6 +120,8 @@ def framings_reference(
         (increasing).
     min_duration, missing, schedule, fragment_every, extent
         As for the core framers.
+    duplicates : {"keep", "any", "all"}
+        Rows of a key at one time; ``"any"`` and ``"all"`` for threshold frames only.
 
     Returns
     -------
@@ -138,13 +145,16 @@ def framings_reference(
     if kind not in KINDS:
         msg = f"`kind` must be one of {KINDS}; got {kind!r}"
         raise ValueError(msg)
+    if duplicates != "keep" and kind != "threshold":
+        msg = f"`duplicates` must be 'keep' for {kind} frames; got {duplicates!r}"
+        raise ValueError(msg)
     out: list[dict[str, Any]] = []
     for key, group in df.groupby("key", sort=False):
         rows = []
         for t, v in zip(group["time"].astype("int64"), group["value"], strict=True):
             v = None if v is None or pd.isna(v) or not math.isfinite(float(v)) else float(v)
             rows.append((int(t), v))
-        rows.sort(key=lambda r: (r[0], math.inf if r[1] is None else r[1]))
+        rows = _settle_ties(rows, kind, duplicates)
         elements = _expand(rows, period)
         out.extend(_frames_of_key(key, elements, kind, params, min_d, missing, frag, extent))
     result = pd.DataFrame(out, columns=OUTPUT_COLUMNS).astype({
@@ -153,6 +163,29 @@ def framings_reference(
     result["_final"] = result["status"] == "final"
     result = result.sort_values(["key", "frame_id", "_final", "last"], kind="stable")
     return result.drop(columns="_final").reset_index(drop=True)
+
+
+def _tie_order(kind: str, value: float | None) -> float:
+    if kind == "threshold":  # unsatisfied, missing, satisfying
+        return 1.0 if value is None else (2.0 if value > 0 else 0.0)
+    return math.inf if value is None else value
+
+
+def _settle_ties(rows: list[tuple[int, float | None]], kind: str,
+                 duplicates: str) -> list[tuple[int, float | None]]:
+    """One key's rows in time order, equal times in tie order, or one row per time."""
+    by_time: dict[int, list[float | None]] = {}
+    for t, v in rows:
+        by_time.setdefault(t, []).append(v)
+    settled = []
+    for t in sorted(by_time):
+        values = sorted(by_time[t], key=lambda v: _tie_order(kind, v))
+        if duplicates == "any":
+            values = values[-1:]
+        elif duplicates == "all":
+            values = values[:1]
+        settled.extend((t, v) for v in values)
+    return settled
 
 
 def _expand(rows: list[tuple[int, float | None]],

@@ -14,9 +14,10 @@ from windowkit.core.frames import (
     OUTPUT_SCHEMA,
     VALUE,
     DuplicatePolicy,
+    Extent,
     MissingPolicy,
+    SequenceFrameSpec,
     ThresholdFramer,
-    ThresholdFrameSpec,
 )
 from windowkit.core.operator import KEY
 from windowkit.spark.adapter import (
@@ -44,6 +45,7 @@ def threshold_frames(
     shards: int | None = None,
     time_unit: TimeUnit | None = None,
     duplicates: DuplicatePolicy = "keep",
+    extent: Extent = "conservative",
 ) -> DataFrame:
     """Maximal periods where ``when`` holds, per ``by`` key (NiagaraST's frame operator).
 
@@ -92,6 +94,9 @@ def threshold_frames(
         Rows of one key at the same time (see :class:`~windowkit.core.frames.ThresholdFramer`):
         all are reports, taken in a fixed order whatever the input order (``"keep"``), or one
         report that holds if any (``"any"``) or all (``"all"``) of them hold.
+    extent : {"conservative", "liberal"}
+        ``start`` is the frame's first satisfying row, or (``"liberal"``, appendix F) the last
+        report before it, one that did not satisfy the predicate.
 
     Returns
     -------
@@ -120,8 +125,8 @@ def threshold_frames(
     +------+-----+----+---+------+
     <BLANKLINE>
     """
-    spec = ThresholdFrameSpec.create(min_duration, missing, schedule, fragment_every,
-                                     duplicates)
+    spec = SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every, extent,
+                                    duplicates)
     coded = _with_predicate_code(df, when)
     job = OperatorJob(
         factory=functools.partial(ThresholdFramer, spec=spec),

@@ -30,9 +30,6 @@ from windowkit.core.frames import (
     Framing,
 )
 from windowkit.core.frames._engine import SequenceFramer, SequenceFrameSpec
-from windowkit.core.frames.aggregate import AggregateFraming
-from windowkit.core.frames.boundary import BoundaryFraming
-from windowkit.core.frames.delta import DeltaFraming
 from windowkit.spark.adapter import OperatorJob, run_operator
 from windowkit.spark.event_time import TimeUnit, event_time
 from windowkit.spark.frames import check_key_name, frames_output
@@ -52,6 +49,7 @@ def boundary_frames(
     late: str | None = "1 minute",
     shards: int | None = None,
     time_unit: TimeUnit | None = None,
+    duplicates: str = "keep",
 ) -> DataFrame:
     """Frames that change where ``value`` crosses a multiple of ``x``, per ``by`` key.
 
@@ -71,8 +69,9 @@ def boundary_frames(
         The boundary.
     by : str, optional
         The key column.
-    min_duration, missing, schedule, fragment_every, extent
-        As for the core framer.
+    min_duration, missing, schedule, fragment_every, extent, duplicates
+        As for the core framer (``duplicates``: ``"any"`` and ``"all"`` only for a framing
+        of truth values, such as :class:`~windowkit.core.frames.ThresholdFraming`).
     late : str, optional
         Streaming only: watermark delay.
     shards : int, optional
@@ -94,9 +93,10 @@ def boundary_frames(
     >>> [tuple(r) for r in out.select("start", "last", "end").orderBy("start").collect()]
     [(0, 3, 4), (4, 6, 7), (7, 9, 10)]
     """
-    spec = SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every, extent)
-    BoundaryFraming(x)  # validate before Spark runs
+    spec = SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every, extent,
+                                    duplicates)
     factory = functools.partial(BoundaryFramer, x, spec=spec)
+    factory()  # validate before Spark runs
     return _frames(df, factory, time, value, by, late, shards, time_unit)
 
 
@@ -114,6 +114,7 @@ def delta_frames(
     late: str | None = "1 minute",
     shards: int | None = None,
     time_unit: TimeUnit | None = None,
+    duplicates: str = "keep",
 ) -> DataFrame:
     """Frames whose values stay within ``max - min < x``, per ``by`` key (a partition).
 
@@ -131,9 +132,10 @@ def delta_frames(
     >>> [tuple(r) for r in out.select("start", "last", "end").orderBy("start").collect()]
     [(0, 2, 3), (3, 3, 4), (4, 5, 6)]
     """
-    spec = SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every, extent)
-    DeltaFraming(x)
+    spec = SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every, extent,
+                                    duplicates)
     factory = functools.partial(DeltaFramer, x, spec=spec)
+    factory()
     return _frames(df, factory, time, value, by, late, shards, time_unit)
 
 
@@ -153,6 +155,7 @@ def aggregate_frames(
     late: str | None = "1 minute",
     shards: int | None = None,
     time_unit: TimeUnit | None = None,
+    duplicates: str = "keep",
 ) -> DataFrame:
     """Frames by ``func(value) op x`` per ``by`` key: minimal for ``>``/``>=``, maximal for
     ``<``/``<=``.
@@ -171,9 +174,10 @@ def aggregate_frames(
     >>> [tuple(r) for r in out.select("start", "last", "end").orderBy("start").collect()]
     [(0, 40, 60), (60, 80, 100)]
     """
-    spec = SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every, extent)
-    AggregateFraming(func, op, x)
+    spec = SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every, extent,
+                                    duplicates)
     factory = functools.partial(AggregateFramer, func, op, x, spec=spec)
+    factory()
     return _frames(df, factory, time, value, by, late, shards, time_unit,
                    presence_only=func == "count")
 
@@ -192,6 +196,7 @@ def custom_frames(
     late: str | None = "1 minute",
     shards: int | None = None,
     time_unit: TimeUnit | None = None,
+    duplicates: str = "keep",
 ) -> DataFrame:
     """Frames of a user's :class:`~windowkit.core.frames.Framing`, per ``by`` key.
 
@@ -214,7 +219,8 @@ def custom_frames(
     if not isinstance(framing, Framing):
         msg = f"`framing` must be a windowkit Framing; got {type(framing).__name__}"
         raise ValueError(msg)
-    spec = SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every, extent)
+    spec = SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every, extent,
+                                    duplicates)
     CustomFramer(framing, spec=spec)  # validate (e.g. fragments of a minimal framing)
     factory = functools.partial(CustomFramer, framing, spec=spec)
     return _frames(df, factory, time, value, by, late, shards, time_unit)

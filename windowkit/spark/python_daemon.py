@@ -108,10 +108,10 @@ def warm_numba() -> bool:
     try:
         import numpy as np
 
-        from windowkit.core.ordering import sort_each_key_by_time
+        from windowkit.core.frames._engine import _strictly_ordered
 
         one = np.zeros(1, dtype=np.int64)
-        sort_each_key_by_time(one, one, np.zeros(1, dtype=np.int8))
+        _strictly_ordered(one, one)
     except Exception:  # noqa: BLE001 - a worker sets numba up itself, as before
         return False
     return True

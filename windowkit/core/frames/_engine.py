@@ -1,8 +1,8 @@
-"""The engine shared by boundary, delta, aggregate and custom framings (Definition 5).
+"""The one framing engine: threshold, boundary, delta, aggregate and custom framings (Def. 5).
 
-A *framing* decides, row by row, what each known value does to the frame of its key (see
-:mod:`windowkit.core.frames.custom` for the public contract). This engine does everything else,
-the same way for every framing: keys, time order, missing values and absent reports, minimum
+A *framing* decides, row by row, what each known value does to the frame of its key (the
+contract: :mod:`windowkit.core.frames.framing`). This engine does everything else, the same way
+for every framing: keys, time order and ties, missing values and absent reports, minimum
 duration, frame ids, partial and final fragments, the watermark, frame extent and state bytes.
 
 Semantics, per key, over the key's *elements* in time order: its rows and, with a reporting
@@ -31,18 +31,24 @@ infinite is a missing element; absent reports are missing elements too.
   fragments (``fragment_every`` is refused).
 * ``end`` is the time of the key's element right after the frame's last row: the next row
   (the one that broke the frame, or the first row of the next frame) or a missing element. A
-  minimal frame's final row therefore waits for that element, or, with a schedule, for the
-  watermark to show that the report due at ``last + P`` is absent (``end = last + P``). At the
-  end of a bounded input with no next element, ``end = last + P`` with a schedule and
-  ``last + 1`` (one microsecond) without.
-* Frame extent (appendix F): ``extent="conservative"`` reports ``start`` = the first row of the
-  frame; ``extent="liberal"`` moves ``start`` back to the element before it (the last report
-  that was not in the frame: a row or an absent report), when there is one. ``end`` is the
-  next element after the frame in both cases, so a liberal frame spans from the last report
-  outside it to the next report outside it (the freezer example).
-* Rows of a key are taken in time order; rows with equal times are ordered by value (missing
-  last), so the frames do not depend on arrival order. Across batches, a key's time must not
-  go backwards (the :class:`~windowkit.core.operator.EventTimeRunner` guarantees it).
+  frame still open when the watermark shows that the report due at ``last + P`` is absent ends
+  there (``end = last + P``) under ``missing="unsatisfied"``, and a minimal frame's final row
+  waits for that element or that watermark. At the end of a bounded input with no next
+  element, ``end = last + P`` with a schedule and ``last + 1`` (one microsecond) without.
+* Frame extent (appendix F), for every framing: ``extent="conservative"`` reports ``start`` =
+  the first row of the frame; ``extent="liberal"`` moves ``start`` back to the element before
+  it (the last report that was not in the frame: a row or an absent report), when there is
+  one. ``end`` is the next element after the frame in both cases, so a liberal frame spans
+  from the last report outside it to the next report outside it (the freezer example).
+* Rows of a key are taken in time order. Rows of a key at the same time (``duplicates``):
+  with ``"keep"`` all are elements, in a fixed order whatever their arrival order: by value
+  (missing last), or for a framing of truth values (``Framing.truth_valued``, threshold
+  frames) unsatisfied, missing, satisfying. For truth values only, ``"any"`` / ``"all"`` make
+  them one element that holds if any / all of them hold (else missing if one is missing, else
+  not holding / else not holding if one does not hold, else missing); other framings refuse
+  them with ``ValueError``. Across batches, a key's time must not go backwards (the
+  :class:`~windowkit.core.operator.EventTimeRunner` guarantees it, and releases a time's rows
+  together).
 """
 
 from __future__ import annotations
@@ -50,19 +56,21 @@ from __future__ import annotations
 import inspect
 import types
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numba
 import numpy as np
 import pandas as pd
 
-from windowkit.core.durations import Duration
-from windowkit.core.frames.threshold import (
-    OUTPUT_SCHEMA,
-    VALUE,
-    _keys_array,
-    check_schedule,
-    parse_frame_lengths,
+from windowkit.core.durations import Duration, to_micros
+from windowkit.core.frames.framing import (
+    DUPLICATE_POLICIES,
+    EXTENTS,
+    MISSING_POLICIES,
+    DuplicatePolicy,
+    Extent,
+    Framing,
+    MissingPolicy,
 )
 from windowkit.core.key_index import KeyIndex
 from windowkit.core.operator import KEY, TIME, StreamOperator
@@ -77,38 +85,71 @@ except ImportError:  # pragma: no cover - the shared decoder wrapper is newer th
         return decode
 from windowkit.core.validation import check_choice
 
-Extent = Literal["conservative", "liberal"]
-"""How far a frame's ``start`` reaches: its first row, or the last report before it."""
-Span = Literal["maximal", "minimal"]
-"""Whether frames grow while the predicate holds, or close as soon as it holds."""
-
-BREAK = 1
-"""Action flag: the open frame ends before this row."""
-JOIN = 2
-"""Action flag: this row joins the open frame, or opens a new one."""
-SATISFIED = 4
-"""Action flag (minimal framings): the frame including this row satisfies the predicate."""
-CONTINUE = JOIN
-"""The row extends the open frame (opens one if none is open)."""
-START = BREAK | JOIN
-"""The open frame ends before this row; the row opens the next frame."""
-SKIP = BREAK
-"""The open frame ends before this row; the row is in no frame."""
+VALUE = "value"
+"""The input column a framing watches."""
+OUTPUT_SCHEMA = [
+    (KEY, "string"),
+    ("frame_id", "int64"),
+    ("start", "timestamp"),
+    ("end", "timestamp"),
+    ("last", "timestamp"),
+    ("n_tuples", "int64"),
+    ("n_missing", "int64"),
+    ("status", "string"),
+]
+"""The output columns of every framing."""
 
 _NONE = np.iinfo(np.int64).min
-_MISSING_POLICIES = ("unsatisfied", "satisfying")
-_EXTENTS = ("conservative", "liberal")
 # frame status of a key: nothing open, a frame open, a (minimal) frame waiting for its end
 _IDLE, _OPEN, _PENDING = 0, 1, 2
-# Codes of the built-in framings' compiled decisions (see decide_builtin). The kernels live in
-# this module on purpose: numba's disk cache of the loop below does not notice changes in
-# other modules, so a kernel elsewhere could be served stale from the cache.
-BOUNDARY, DELTA, AGGREGATE, INCREASING, THRESHOLD = 0, 1, 2, 3, 4
+
+
+def parse_frame_lengths(
+    min_duration: str | int | Duration,
+    schedule: str | int | None,
+    fragment_every: str | int | Duration | None,
+) -> dict[str, Duration | int | None]:
+    """The lengths every framing's spec takes, parsed from user-facing values.
+
+    Examples
+    --------
+    >>> parse_frame_lengths("3 rows", "30 seconds", None)["schedule"]
+    30000000
+    """
+    return {
+        "min_duration": Duration.parse(min_duration, "min_duration"),
+        "schedule": None if schedule is None else to_micros(schedule, "schedule"),
+        "fragment_every": (None if fragment_every is None
+                           else Duration.parse(fragment_every, "fragment_every")),
+    }
+
+
+def check_schedule(schedule: int | None) -> None:
+    """``ValueError`` unless ``schedule`` (µs) is None or positive.
+
+    Examples
+    --------
+    >>> check_schedule(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: `schedule` must be a positive period like '30 seconds'; got 0
+    """
+    if schedule is not None and schedule <= 0:
+        msg = f"`schedule` must be a positive period like '30 seconds'; got {schedule!r}"
+        raise ValueError(msg)
+
+
+def _keys_array(index: KeyIndex) -> np.ndarray:
+    """Keys as int64 if every one is an integer (as state bytes store them), else as objects."""
+    keys = index.array()
+    if len(keys) and all(isinstance(k, (int, np.integer)) for k in keys):
+        return keys.astype(np.int64)
+    return keys
 
 
 @dataclass(frozen=True)
 class SequenceFrameSpec:
-    """Validated options common to every sequential framing.
+    """Validated options every framing takes (the engine's, not the framing's decision).
 
     Parameters
     ----------
@@ -122,6 +163,9 @@ class SequenceFrameSpec:
         Emit partial fragments of open frames this often (maximal framings only).
     extent : {"conservative", "liberal"}
         Where ``start`` is reported (see the module docstring).
+    duplicates : {"keep", "any", "all"}
+        Rows of one key at one time: all kept in a fixed order, or (truth values only) one
+        report holding if any / all of them hold (see the module docstring).
 
     Examples
     --------
@@ -134,24 +178,27 @@ class SequenceFrameSpec:
     """
 
     min_duration: Duration
-    missing: str = "unsatisfied"
+    missing: MissingPolicy = "unsatisfied"
     schedule: int | None = None
     fragment_every: Duration | None = None
-    extent: str = "conservative"
+    extent: Extent = "conservative"
+    duplicates: DuplicatePolicy = "keep"
 
     def __post_init__(self) -> None:
-        check_choice("missing", self.missing, _MISSING_POLICIES)
-        check_choice("extent", self.extent, _EXTENTS)
+        check_choice("missing", self.missing, MISSING_POLICIES)
+        check_choice("extent", self.extent, EXTENTS)
+        check_choice("duplicates", self.duplicates, DUPLICATE_POLICIES)
         check_schedule(self.schedule)
 
     @classmethod
     def create(
         cls,
         min_duration: str | int | Duration = "1 rows",
-        missing: str = "unsatisfied",
+        missing: MissingPolicy = "unsatisfied",
         schedule: str | int | None = None,
         fragment_every: str | int | Duration | None = None,
-        extent: str = "conservative",
+        extent: Extent = "conservative",
+        duplicates: DuplicatePolicy = "keep",
     ) -> SequenceFrameSpec:
         """Parse user-facing values (``"3 rows"``, ``"90 seconds"``, timedeltas).
 
@@ -159,8 +206,12 @@ class SequenceFrameSpec:
         --------
         >>> SequenceFrameSpec.create("90 seconds", schedule="30 seconds").schedule
         30000000
+        >>> SequenceFrameSpec.create("3 rows", missing="sometimes")
+        Traceback (most recent call last):
+        ...
+        ValueError: `missing` must be one of 'unsatisfied', 'satisfying'; got 'sometimes'
         """
-        return cls(missing=missing, extent=extent,
+        return cls(missing=missing, extent=extent, duplicates=duplicates,
                    **parse_frame_lengths(min_duration, schedule, fragment_every))
 
     def to_meta(self) -> dict[str, Any]:
@@ -169,16 +220,17 @@ class SequenceFrameSpec:
         return {"min_duration": [self.min_duration.kind, self.min_duration.amount],
                 "missing": self.missing, "schedule": self.schedule,
                 "fragment_every": None if frag is None else [frag.kind, frag.amount],
-                "extent": self.extent}
+                "extent": self.extent, "duplicates": self.duplicates}
 
     @classmethod
     def from_meta(cls, meta: dict[str, Any]) -> SequenceFrameSpec:
-        """Inverse of :meth:`to_meta`."""
+        """Inverse of :meth:`to_meta`, checked as user values are (state bytes are input)."""
         frag = meta["fragment_every"]
-        return cls(min_duration=Duration(*meta["min_duration"]), missing=meta["missing"],
-                   schedule=meta["schedule"],
-                   fragment_every=None if frag is None else Duration(*frag),
-                   extent=meta["extent"])
+        return cls.create(min_duration=Duration(*meta["min_duration"]), missing=meta["missing"],
+                          schedule=meta["schedule"],
+                          fragment_every=None if frag is None else Duration(*frag),
+                          extent=meta.get("extent", "conservative"),
+                          duplicates=meta.get("duplicates", "keep"))  # older: rows all kept
 
 
 _INT_FIELDS = ("last_time", "status", "f_start", "f_last", "f_before", "f_n", "f_miss",
@@ -215,11 +267,12 @@ class _KeyStates:
 class SequenceFramer(StreamOperator):
     """Incremental framing function (Definition 5) driven by a framing's row decisions.
 
-    Not used directly: :class:`~windowkit.core.frames.BoundaryFramer`,
-    :class:`~windowkit.core.frames.DeltaFramer`, :class:`~windowkit.core.frames.AggregateFramer`
-    and :class:`~windowkit.core.frames.CustomFramer` build one. The semantics are in this
-    module's docstring. Input batches have columns ``key``, ``time`` (int64 µs) and ``value``
-    (float; null/NaN/inf is missing); the output has threshold frames' columns.
+    Not used directly: :class:`~windowkit.core.frames.ThresholdFramer`,
+    :class:`~windowkit.core.frames.BoundaryFramer`, :class:`~windowkit.core.frames.DeltaFramer`,
+    :class:`~windowkit.core.frames.AggregateFramer` and
+    :class:`~windowkit.core.frames.CustomFramer` build one. The semantics are in this module's
+    docstring. Input batches have columns ``key``, ``time`` (int64 µs) and ``value`` (float;
+    null/NaN/inf is missing); the output has the columns of :data:`OUTPUT_SCHEMA`.
     """
 
     FORMAT_TAG = "SEQFRAME"
@@ -236,6 +289,10 @@ class SequenceFramer(StreamOperator):
         if framing.span == "minimal" and spec.fragment_every is not None:
             msg = ("`fragment_every` must be None for a minimal framing: its frames exist only "
                    f"once complete; got {spec.fragment_every}")
+            raise ValueError(msg)
+        if spec.duplicates != "keep" and not getattr(framing, "truth_valued", False):
+            msg = (f"`duplicates` must be 'keep' for {type(framing).__name__}: 'any' and 'all' "
+                   f"apply to truth values (threshold frames) only; got {spec.duplicates!r}")
             raise ValueError(msg)
         self.framing = framing
         self.spec = spec
@@ -299,9 +356,12 @@ class SequenceFramer(StreamOperator):
            start  end  last
         0      1    3     2
         """
-        time = np.asarray(time, dtype=np.int64)
         value = pd.to_numeric(pd.Series(value, copy=False), errors="coerce")
-        value = value.to_numpy(dtype=np.float64, na_value=np.nan)
+        return self._frame(time, value.to_numpy(dtype=np.float64, na_value=np.nan), key)
+
+    def _frame(self, time: np.ndarray, value: np.ndarray, key: Any) -> pd.DataFrame:
+        """:meth:`update` once the values are float64 (NaN missing)."""
+        time = np.asarray(time, dtype=np.int64)
         if key is None:
             key = np.zeros(len(time), dtype=np.int64)
         if not (len(time) == len(value) == len(key)):
@@ -312,8 +372,11 @@ class SequenceFramer(StreamOperator):
             return self.empty_output()
         codes, uniques = factorize_keys(key)
         slot = self._state.slots(uniques)[codes]
-        slot, time, value, interleaved = _order_rows(slot, time, value,
-                                                     len(self._state.keys))
+        truth = getattr(self.framing, "truth_valued", False)
+        slot, time, value, interleaved = _order_rows(
+            slot, time, value, len(self._state.keys), _truth_rank if truth else _value_rank)
+        if self.spec.duplicates != "keep":
+            slot, time, value = _one_report_per_tie(slot, time, value, self.spec.duplicates)
         self._check_backwards(slot, time)
         return self._run(slot, time, value, interleaved)
 
@@ -615,8 +678,6 @@ class SequenceFramer(StreamOperator):
 def _framing_from_meta(meta: dict[str, Any]) -> Any:
     """The framing named in state bytes, from windowkit's registry (older bytes: its class
     path, read through the registry too)."""
-    from windowkit.core.frames.custom import Framing
-
     name = meta["name"] if "name" in meta else name_of_old_path(meta["class"])
     return lookup(name, Framing, "framing")(**meta["params"])
 
@@ -654,22 +715,59 @@ class _Outputs:
         return out.reset_index(drop=True)
 
 
-def _order_rows(slot: np.ndarray, time: np.ndarray, value: np.ndarray,
-                n_slots: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+def _value_rank(value: np.ndarray) -> np.ndarray:
+    """Order of tied rows of a framing of values: by value, missing last."""
+    return np.where(np.isfinite(value), value, np.inf)
+
+
+def _truth_rank(value: np.ndarray) -> np.ndarray:
+    """Order of tied rows of truth values: unsatisfied (0), missing (1), satisfying (2)."""
+    return np.where(np.isfinite(value), np.where(value > 0, 2, 0), 1).astype(np.int8)
+
+
+def _order_rows(slot: np.ndarray, time: np.ndarray, value: np.ndarray, n_slots: int,
+                tie_rank: Any = _value_rank) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     """``(slot, time, value, interleaved)``: the rows as the framing loop takes them.
 
     The loop keeps each key's state apart, so it needs each key's rows in strict time order,
     not the keys one after the other: rows already so (what a shuffle delivers: keys
     interleaved, each in time order) are taken as they are (``interleaved`` True); otherwise
-    they are sorted by (slot, time, value with missing last), ties of time put in value order.
+    they are sorted by (slot, time, ``tie_rank(value)``), so that tied rows come in a fixed
+    order whatever their arrival order (rows of equal rank keep it).
     """
     if len(slot) < 2 or _strictly_ordered(slot, time):
         return slot, time, value, False
     if _each_slot_in_time_order(slot, time, n_slots):
         return slot, time, value, True
-    tie_value = np.where(np.isfinite(value), value, np.inf)
-    order = np.lexsort((tie_value, time, slot))
+    order = np.lexsort((tie_rank(value), time, slot))
     return slot[order], time[order], value[order], False
+
+
+def _one_report_per_tie(slot: np.ndarray, time: np.ndarray, value: np.ndarray,
+                        policy: DuplicatePolicy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows ordered by :func:`_order_rows` with truth ranks, one per tie of key and time.
+
+    ``"any"`` keeps each tie's highest-ranked row (satisfying, else missing, else not), its
+    last; ``"all"`` its lowest-ranked row, its first.
+
+    Examples
+    --------
+    >>> s, t = np.zeros(4, np.int64), np.array([1, 1, 1, 2])
+    >>> v = np.array([0.0, np.nan, 1.0, 1.0])
+    >>> [_one_report_per_tie(s, t, v, policy)[2].tolist() for policy in ("any", "all")]
+    [[1.0, 1.0], [0.0, 1.0]]
+    """
+    if len(time) < 2:
+        return slot, time, value
+    tied = (time[1:] == time[:-1]) & (slot[1:] == slot[:-1])
+    if not tied.any():
+        return slot, time, value
+    keep = np.ones(len(time), dtype=bool)
+    if policy == "any":
+        keep[:-1] &= ~tied
+    else:
+        keep[1:] &= ~tied
+    return slot[keep], time[keep], value[keep]
 
 
 def _radix_keys(slot: np.ndarray) -> np.ndarray:
@@ -724,6 +822,8 @@ def _strictly_ordered(slot: np.ndarray, time: np.ndarray) -> bool:  # pragma: no
     return True
 
 
+# The built-in framings' kernels live in this module on purpose: numba's disk cache of the loop
+# below does not notice changes in other modules, so a kernel elsewhere could be served stale.
 @numba.njit(cache=True)
 def boundary_kernel(state, params, value, time):  # pragma: no cover - compiled
     """Boundary frames: a row in another band ``floor(value / x)`` starts a frame."""

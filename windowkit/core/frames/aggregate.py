@@ -34,19 +34,19 @@ from typing import Any, Literal
 import numpy as np
 
 from windowkit.core.durations import Duration
-from windowkit.core.frames._engine import (
+from windowkit.core.frames._engine import SequenceFramer, SequenceFrameSpec
+from windowkit.core.frames.framing import (
     AGGREGATE,
     CONTINUE,
     JOIN,
     SATISFIED,
     SKIP,
     START,
+    DuplicatePolicy,
     Extent,
-    SequenceFramer,
-    SequenceFrameSpec,
+    Framing,
+    MissingPolicy,
 )
-from windowkit.core.frames.custom import Framing
-from windowkit.core.frames.threshold import MissingPolicy
 from windowkit.core.registry import register
 from windowkit.core.serialization import StateFormatError
 from windowkit.core.validation import check_choice
@@ -199,6 +199,10 @@ class AggregateFramer(SequenceFramer):
     extent : {"conservative", "liberal"}
         ``start`` is the frame's first row, or the report before it.
 
+    duplicates : {"keep"}
+        Rows of one key at one time are all kept, in value order (missing last); ``"any"`` and
+        ``"all"`` apply to truth values only and are refused.
+
     Examples
     --------
     Section 3's traffic example: frames of at least 100 vehicles (``sum(count) > 100``).
@@ -221,11 +225,12 @@ class AggregateFramer(SequenceFramer):
         schedule: str | int | None = None,
         fragment_every: str | int | Duration | None = None,
         extent: Extent = "conservative",
+        duplicates: DuplicatePolicy = "keep",
         *,
         spec: SequenceFrameSpec | None = None,
     ) -> None:
         spec = spec or SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every,
-                                                extent)
+                                                extent, duplicates)
         super().__init__(AggregateFraming(func, op, x), spec)
 
     @classmethod

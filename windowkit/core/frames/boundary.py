@@ -18,16 +18,16 @@ from typing import Any
 import numpy as np
 
 from windowkit.core.durations import Duration
-from windowkit.core.frames._engine import (
+from windowkit.core.frames._engine import SequenceFramer, SequenceFrameSpec
+from windowkit.core.frames.framing import (
     BOUNDARY,
     CONTINUE,
     START,
+    DuplicatePolicy,
     Extent,
-    SequenceFramer,
-    SequenceFrameSpec,
+    Framing,
+    MissingPolicy,
 )
-from windowkit.core.frames.custom import Framing
-from windowkit.core.frames.threshold import MissingPolicy
 from windowkit.core.registry import register
 from windowkit.core.serialization import StateFormatError
 
@@ -123,6 +123,10 @@ class BoundaryFramer(SequenceFramer):
         ``start`` is the frame's first row, or the report before it (the crossing happened
         somewhere between the two).
 
+    duplicates : {"keep"}
+        Rows of one key at one time are all kept, in value order (missing last); ``"any"`` and
+        ``"all"`` apply to truth values only and are refused.
+
     Examples
     --------
     Mile markers every 1.0: positions 0.2, 0.7, 1.1, 1.9, 2.05.
@@ -145,12 +149,13 @@ class BoundaryFramer(SequenceFramer):
         schedule: str | int | None = None,
         fragment_every: str | int | Duration | None = None,
         extent: Extent = "conservative",
+        duplicates: DuplicatePolicy = "keep",
         *,
         spec: SequenceFrameSpec | None = None,
     ) -> None:
         framing = BoundaryFraming(x)
         spec = spec or SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every,
-                                                extent)
+                                                extent, duplicates)
         super().__init__(framing, spec)
 
     @classmethod

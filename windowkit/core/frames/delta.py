@@ -18,17 +18,17 @@ from typing import Any
 import numpy as np
 
 from windowkit.core.durations import Duration
-from windowkit.core.frames._engine import (
+from windowkit.core.frames._engine import SequenceFramer, SequenceFrameSpec
+from windowkit.core.frames.boundary import check_boundary
+from windowkit.core.frames.framing import (
     CONTINUE,
     DELTA,
     START,
+    DuplicatePolicy,
     Extent,
-    SequenceFramer,
-    SequenceFrameSpec,
+    Framing,
+    MissingPolicy,
 )
-from windowkit.core.frames.boundary import check_boundary
-from windowkit.core.frames.custom import Framing
-from windowkit.core.frames.threshold import MissingPolicy
 from windowkit.core.registry import register
 from windowkit.core.serialization import StateFormatError
 
@@ -110,6 +110,10 @@ class DeltaFramer(SequenceFramer):
     extent : {"conservative", "liberal"}
         ``start`` is the frame's first row, or the report before it.
 
+    duplicates : {"keep"}
+        Rows of one key at one time are all kept, in value order (missing last); ``"any"`` and
+        ``"all"`` apply to truth values only and are refused.
+
     Examples
     --------
     A freezer, frames closing when it drifts by 2 degrees:
@@ -130,11 +134,12 @@ class DeltaFramer(SequenceFramer):
         schedule: str | int | None = None,
         fragment_every: str | int | Duration | None = None,
         extent: Extent = "conservative",
+        duplicates: DuplicatePolicy = "keep",
         *,
         spec: SequenceFrameSpec | None = None,
     ) -> None:
         spec = spec or SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every,
-                                                extent)
+                                                extent, duplicates)
         super().__init__(DeltaFraming(x), spec)
 
     @classmethod

@@ -1,0 +1,209 @@
+"""One framing engine: threshold frames are a framing of it, its options (extent, duplicates)
+hold for every framing, its modules import without a cycle, and threshold state written by
+older windowkit (tests/data, see tests/data/README.md) loads and goes on."""
+
+from __future__ import annotations
+
+import ast
+import math
+import pathlib
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from windowkit.core.chunks import decode_chunks
+from windowkit.core.frames import (
+    AggregateFramer,
+    BoundaryFramer,
+    CustomFramer,
+    DeltaFramer,
+    IncreasingTrend,
+    ThresholdFramer,
+    ThresholdFraming,
+)
+from windowkit.core.operator import EventTimeRunner
+from windowkit.reference.framings import framings_reference
+from windowkit.testing.streams import BASE_STEP, durations, keyed_streams
+
+SETTINGS = settings(max_examples=60, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+DATA = pathlib.Path(__file__).parent / "data"
+VALUES = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, -1.0, math.nan]
+
+
+@st.composite
+def streams_with_ties(draw: st.DrawFn) -> pd.DataFrame:
+    """Keyed float streams where some rows share their key's time with other rows."""
+    df = draw(keyed_streams(max_rows=25))
+    assume(len(df) > 0)
+    picks = draw(st.lists(st.integers(0, len(df) - 1), max_size=12))
+    both = pd.concat([df, df.iloc[picks]], ignore_index=True)
+    values = draw(st.lists(st.sampled_from(VALUES), min_size=len(both), max_size=len(both)))
+    return both.assign(value=np.array(values, dtype=np.float64))
+
+
+@st.composite
+def framings(draw: st.DrawFn) -> tuple[str, dict, object]:
+    """(reference kind, its parameters, framer factory) for one framing, threshold included."""
+    kind = draw(st.sampled_from(["threshold", "threshold-codes", "boundary", "delta",
+                                 "aggregate", "increasing"]))
+    if kind == "threshold":
+        return kind, {}, lambda **kw: CustomFramer(ThresholdFraming(), **kw)
+    if kind == "threshold-codes":  # the threshold framer takes predicate values
+        return "threshold", {}, ThresholdFramer
+    if kind in ("boundary", "delta"):
+        x = draw(st.sampled_from([0.5, 1.0, 2.5]))
+        cls = BoundaryFramer if kind == "boundary" else DeltaFramer
+        return kind, {"x": x}, lambda **kw: cls(x, **kw)
+    if kind == "aggregate":
+        params = {"func": draw(st.sampled_from(["count", "sum", "mean", "min", "max"])),
+                  "op": draw(st.sampled_from(["<", "<=", ">", ">="])),
+                  "x": draw(st.sampled_from([0.0, 1.0, 2.0, 3.5]))}
+        return kind, params, lambda **kw: AggregateFramer(**params, **kw)
+    return kind, {}, lambda **kw: CustomFramer(IncreasingTrend(), **kw)
+
+
+def canonical(out: pd.DataFrame) -> pd.DataFrame:
+    out = out.assign(_final=out["status"] == "final")
+    out = out.sort_values(["key", "frame_id", "_final", "last"], kind="stable")
+    return out.drop(columns="_final").reset_index(drop=True).astype({"key": object,
+                                                                      "end": "Int64"})
+
+
+def as_input(df: pd.DataFrame, make) -> pd.DataFrame:
+    if make is not ThresholdFramer:
+        return df
+    codes = np.where(np.isnan(df["value"]), -1, df["value"] > 0).astype(np.int8)
+    return df.assign(value=codes)
+
+
+@SETTINGS
+@given(data=st.data(), df=streams_with_ties(), framing=framings())
+def test_every_framing_takes_extent_and_duplicates_in_any_arrival_order(data, df, framing):
+    # Ties of key and time settle by the framing's order (threshold: unsatisfied, missing,
+    # satisfying; others by value), whatever the arrival order; any/all for truth values.
+    kind, params, make = framing
+    minimal = kind == "aggregate" and params["op"] in (">", ">=")
+    opts = {"min_duration": data.draw(durations()),
+            "missing": data.draw(st.sampled_from(["unsatisfied", "satisfying"])),
+            "schedule": data.draw(st.sampled_from([None, BASE_STEP])),
+            "fragment_every": None if minimal else data.draw(st.one_of(st.none(), durations())),
+            "extent": data.draw(st.sampled_from(["conservative", "liberal"])),
+            "duplicates": data.draw(st.sampled_from(
+                ["keep", "any", "all"] if kind == "threshold" else ["keep"]))}
+    expected = canonical(framings_reference(df, kind, params, **opts))
+    seed = data.draw(st.integers(0, 2**16))
+    shuffled = df.iloc[np.random.default_rng(seed).permutation(len(df))].reset_index(drop=True)
+    framer = make(**opts)
+    out = pd.concat([framer.process(as_input(shuffled, make)), framer.finish()])
+    pd.testing.assert_frame_equal(canonical(out), expected)
+
+
+def test_liberal_threshold_frames_reach_back_to_the_last_unsatisfying_report():
+    # time   1  2  3  4  5  6  7  8  9  10     F1 (temp > 32), liberal extent:
+    # temp  30 31 33 34 30 34 33 34 35 32     [2, 5) and [5, 10)
+    #          [--------)[--------------)
+    temps = np.array([30, 31, 33, 34, 30, 34, 33, 34, 35, 32])
+    out = ThresholdFramer(extent="liberal").update(np.arange(1, 11), temps > 32)
+    assert out[["start", "last", "end"]].values.tolist() == [[2, 4, 5], [5, 9, 10]]
+
+
+@pytest.mark.parametrize("make", [
+    lambda d: BoundaryFramer(1.0, duplicates=d),
+    lambda d: DeltaFramer(1.0, duplicates=d),
+    lambda d: AggregateFramer("sum", "<", 3.0, duplicates=d),
+    lambda d: CustomFramer(IncreasingTrend(), duplicates=d),
+])
+@pytest.mark.parametrize("duplicates", ["any", "all"])
+def test_any_or_all_duplicates_are_refused_where_values_are_not_truth_values(make, duplicates):
+    with pytest.raises(ValueError, match=rf"`duplicates` must be 'keep' for \w+: 'any' "
+                                         rf"and 'all' apply to truth values .*'{duplicates}'"):
+        make(duplicates)
+
+
+def test_duplicates_outside_the_choices_are_refused():
+    with pytest.raises(ValueError, match="`duplicates` must be one of 'keep', 'any', 'all'; "
+                                         "got 'some'"):
+        CustomFramer(ThresholdFraming(), duplicates="some")
+
+
+def _imports(path: pathlib.Path) -> set[str]:
+    """The windowkit.core.frames modules ``path`` imports, anywhere in it."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {m.rsplit(".", 1)[-1] for m in found if m.startswith("windowkit.core.frames.")}
+
+
+def test_the_frames_modules_import_each_other_without_a_cycle():
+    # the framing contract is its own module: the engine and the framings both import it
+    package = pathlib.Path(__file__).parent.parent / "windowkit" / "core" / "frames"
+    graph = {p.stem: _imports(p) for p in package.glob("*.py") if p.stem != "__init__"}
+    assert "framing" in graph["_engine"] and "framing" in graph["threshold"]
+    done: set[str] = set()
+
+    def visit(module: str, path: tuple[str, ...]) -> None:
+        assert module not in path, f"import cycle: {' -> '.join((*path, module))}"
+        if module in done:
+            return
+        for imported in graph.get(module, ()):
+            visit(imported, (*path, module))
+        done.add(module)
+
+    for module in graph:
+        visit(module, ())
+
+
+# -- state written by windowkit 7328167 (see tests/data/README.md) -----------------------------
+SPEC = {"min_duration": "2 rows", "missing": "satisfying", "schedule": 10,
+        "fragment_every": "2 rows"}
+
+
+@pytest.fixture(scope="module")
+def older_state() -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+    stored = np.load(DATA / "threshold_v1_state.npz")
+    blobs = {name: stored[name].tobytes() for name in stored.files
+             if not name.startswith("second_")}
+    second = pd.DataFrame({"key": stored["second_key"].astype(object),
+                           "time": stored["second_time"], "value": stored["second_value"]})
+    expected = pd.read_csv(DATA / "threshold_v1_expected.csv", dtype={"end": "Int64"})
+    return blobs, second, expected
+
+
+def _expected(expected: pd.DataFrame, source: str) -> pd.DataFrame:
+    return canonical(expected[expected["source"] == source].drop(columns="source"))
+
+
+def test_threshold_bytes_of_older_windowkit_load_and_frame_on(older_state):
+    blobs, second, expected = older_state
+    framer = ThresholdFramer.from_bytes(blobs["framer"])
+    assert framer.spec == ThresholdFramer(**SPEC).spec and framer.open_frames > 0
+    assert framer.to_bytes() == blobs["framer"]  # the same bytes, read and written again
+    out = pd.concat([framer.process(second), framer.finish()], ignore_index=True)
+    pd.testing.assert_frame_equal(canonical(out), _expected(expected, "framer"))
+
+
+def test_a_runner_of_older_windowkit_with_buffered_rows_loads_and_frames_on(older_state):
+    blobs, second, expected = older_state
+    runner = EventTimeRunner.from_bytes(blobs["runner"])
+    assert runner.buffered_rows > 0
+    out, late = runner.push(second, int(second["time"].max()) - 25)
+    assert late.empty
+    got = canonical(pd.concat([out, runner.finish()], ignore_index=True))
+    pd.testing.assert_frame_equal(got, _expected(expected, "runner"))
+
+
+def test_threshold_chunks_of_older_windowkit_load_into_the_engine(older_state):
+    # a streaming checkpoint keeps a split shard's keys in chunks laid out as key_state()
+    blobs, second, expected = older_state
+    chunks = [blob for name, blob in blobs.items() if name.startswith("chunk_")]
+    framer = ThresholdFramer(**SPEC)
+    framer.load_key_state(*decode_chunks(chunks, framer.key_state()[1]))
+    out = pd.concat([framer.process(second), framer.finish()], ignore_index=True)
+    pd.testing.assert_frame_equal(canonical(out), _expected(expected, "framer"))
