@@ -8,7 +8,9 @@ writes ``OUT_DIR/CASE.parquet`` for each case.
 
 A case takes the session and a fresh folder and returns its rows as a pandas DataFrame; a case
 that raises returns its error's class and first line instead, so bad input must fail the same
-way on both kinds.
+way on both kinds. Streams on Connect are compared through the command line
+(``test_the_command_line_on_spark_connect_writes_the_classic_rows_issue35``); ``stream_of`` and
+``run_stream`` serve the streaming tests of that module.
 """
 
 from __future__ import annotations
@@ -103,15 +105,6 @@ def threshold_batch(spark, folder):
 
 
 @case
-def threshold_stream(spark, folder):
-    from windowkit.spark import threshold_frames
-
-    stream = stream_of(spark, readings(spark), f"{folder}/in")
-    return run_stream(threshold_frames(stream, "time", "loss_rate > 0.003", by="router",
-                                       late="1 minute", shards=2), folder)
-
-
-@case
 def framings_batch(spark, folder):
     from windowkit.core.frames import IncreasingTrend
     from windowkit.spark import aggregate_frames, boundary_frames, custom_frames, delta_frames
@@ -154,16 +147,6 @@ def multi_granular_batch(spark, folder):
 
 
 @case
-def multi_granular_stream(spark, folder):
-    from windowkit.spark import multi_granular
-
-    stream = stream_of(spark, flows(spark), f"{folder}/in")
-    return run_stream(multi_granular(stream, "time", "RANGES 1 MINUTE, 20 SECONDS "
-                                     "SLIDES 20 SECONDS, 10 SECONDS", by="src", value="bytes",
-                                     aggregates=["count", "sum"], shards=2), folder)
-
-
-@case
 def recurring_batch(spark, folder):
     from windowkit.spark import recurring_items
 
@@ -180,15 +163,6 @@ def widen_batch(spark, folder):
         syscalls(spark), "time", by="pid", base="4 seconds", max_length=8,
         max_duration="10 minutes"))
     return pd.concat([found.toPandas(), rejected.toPandas()])
-
-
-@case
-def widen_stream(spark, folder):
-    from windowkit.spark import widen_detect
-
-    stream = stream_of(spark, syscalls(spark), f"{folder}/in", parts=3)
-    return run_stream(widen_detect(stream, "time", by="pid", base="4 seconds", max_length=8,
-                                   max_duration="10 minutes", late="10 minutes"), folder)
 
 
 # ------------------------------------------------------------------------------- Count-Min
@@ -217,16 +191,6 @@ def count_min_batch(spark, folder):
     return pd.concat(parts)
 
 
-@case
-def count_min_stream(spark, folder):
-    from windowkit.spark import windowed_count_min
-
-    stream = stream_of(spark, flows(spark), f"{folder}/in")
-    return run_stream(windowed_count_min(stream, "dst", "time", window=6, unit="ticks",
-                                         tick="10 seconds", epsilon=0.05, algorithm="splitter",
-                                         shards=2, snapshot_every=50), folder)
-
-
 # ------------------------------------------------------------------------ persistent items
 @case
 def persistent_batch(spark, folder):
@@ -240,15 +204,6 @@ def persistent_batch(spark, folder):
     return pd.concat([reported.toPandas().assign(part="sketch"),
                       rejected.toPandas().assign(part="rejected"),
                       exact.toPandas().assign(part="exact")])
-
-
-@case
-def persistent_stream(spark, folder):
-    from windowkit.spark import persistent_items
-
-    stream = stream_of(spark, flows(spark), f"{folder}/in")
-    return run_stream(persistent_items(stream, "dst", "time", slot="20 seconds",
-                                       window_slots=6, alpha=0.5, shards=2), folder)
 
 
 # ---------------------------------------------------------------------------- bad input
