@@ -1,7 +1,7 @@
 """State bytes (issue #16, point 10): corrupt bytes fail as StateFormatError naming the class.
 
-Every class of ``windowkit.core`` with ``from_bytes`` is found by walking the package, so a new
-class is covered without editing this file. Bytes are crafted with a valid header and checksum
+Every stateful class in windowkit's registry (:mod:`windowkit.core.registry`) is covered, so a
+new class is covered without editing this file. Bytes are crafted with a valid header and checksum
 (:func:`pack_state`), so they reach the class's own decoding: whatever is wrong in them (meta
 keys, meta types, arrays missing or of another dtype or shape, random JSON) must surface as
 :class:`StateFormatError` naming the class, never a KeyError, TypeError or numpy error.
@@ -9,9 +9,6 @@ keys, meta types, arrays missing or of another dtype or shape, random JSON) must
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import pkgutil
 import re
 from collections.abc import Callable
 from typing import Any
@@ -22,7 +19,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import windowkit.core
 from windowkit.core.frames import ThresholdFramer
 from windowkit.core.operator import EventTimeRunner
 from windowkit.core.persistence import (
@@ -31,6 +27,7 @@ from windowkit.core.persistence import (
     SlidingPersistentItemsSketch,
 )
 from windowkit.core.persistence.operator import PersistentItemsOperator
+from windowkit.core.registry import state_classes
 from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
 from windowkit.core.sketches import (
     CountMin,
@@ -46,14 +43,8 @@ SETTINGS = settings(max_examples=25, deadline=None,
 
 
 def _stateful_classes() -> list[type]:
-    """Concrete classes defined under windowkit.core that decode ``from_bytes``."""
-    found: dict[str, type] = {}
-    for info in pkgutil.walk_packages(windowkit.core.__path__, "windowkit.core."):
-        module = importlib.import_module(info.name)
-        for _, cls in inspect.getmembers(module, inspect.isclass):
-            if (cls.__module__ == module.__name__ and callable(getattr(cls, "from_bytes", None))
-                    and getattr(cls, "FORMAT_TAG", "") and not inspect.isabstract(cls)):
-                found[f"{cls.__module__}.{cls.__qualname__}"] = cls
+    """windowkit's stateful classes (its registry's), in a fixed order."""
+    found = {f"{cls.__module__}.{cls.__qualname__}": cls for cls in state_classes().values()}
     return [found[name] for name in sorted(found)]
 
 

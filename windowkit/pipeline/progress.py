@@ -64,16 +64,14 @@ class StageProgress:
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
     def __enter__(self) -> StageProgress:
-        if isinstance(self.stages, _ConnectStages):
-            self.spark.registerProgressHandler(self.stages)
+        self.stages.attach(self.spark)
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        if isinstance(self.stages, _ConnectStages):
-            self.spark.removeProgressHandler(self.stages)
+        self.stages.detach(self.spark)
         if self.live:
             self.stream.write("\r\033[K")
             self.stream.flush()
@@ -109,6 +107,11 @@ class _TrackerStages:
     def __init__(self, spark) -> None:
         self.tracker = spark.sparkContext.statusTracker()
 
+    def attach(self, spark) -> None:
+        """Nothing to do: the tracker is read when asked."""
+
+    detach = attach
+
     def running(self) -> list[tuple[int, int, int]]:
         stages = []
         for stage_id in sorted(self.tracker.getActiveStageIds()):
@@ -124,6 +127,12 @@ class _ConnectStages:
 
     def __init__(self) -> None:
         self._stages: list[tuple[int, int, int]] = []
+
+    def attach(self, spark) -> None:
+        spark.registerProgressHandler(self)
+
+    def detach(self, spark) -> None:
+        spark.removeProgressHandler(self)
 
     def __call__(self, stages, inflight_tasks: int, operation_id: str | None,
                  done: bool) -> None:

@@ -53,7 +53,7 @@ from windowkit.spark.event_time import column_type, event_time
 from windowkit.spark.kill_hooks import wait_to_be_killed
 from windowkit.spark.processor import ORIGINAL_PREFIX
 from windowkit.spark.processor import RunnerProcessor as _RunnerProcessor
-from windowkit.spark.session import _local_cores, ensure_stateful_conf, is_connect
+from windowkit.spark.session import ensure_stateful_conf, is_connect, local_cores
 
 SHARD = "wk_shard"  # no leading "__": TWS renames such columns positionally
 SHARD_OUT = "shard"
@@ -191,7 +191,7 @@ def default_shards(df: DataFrame) -> int:
     parallelism = spark.conf.get("spark.default.parallelism", None)
     if parallelism is None:
         master = spark.conf.get("spark.master", "")
-        parallelism = _local_cores(master) if master.startswith("local") else None
+        parallelism = local_cores(master) if master.startswith("local") else None
     return max(1, int(parallelism or spark.conf.get("spark.sql.shuffle.partitions")))
 
 

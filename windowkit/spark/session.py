@@ -167,7 +167,7 @@ def _classic_conf(master: str, submitted: bool, shuffle_partitions: int | None,
     local = master.startswith("local")
     if shuffle_partitions is None and local:
         # every streaming micro-batch pays a fixed cost per state-store partition: one per core
-        shuffle_partitions = _local_cores(master)
+        shuffle_partitions = local_cores(master)
     conf = {}
     if not submitted:
         # under spark-submit, its --master, driver memory and Python (PYSPARK_PYTHON, e.g. a
@@ -205,12 +205,12 @@ def _classic_conf(master: str, submitted: bool, shuffle_partitions: int | None,
     return conf
 
 
-def _local_cores(master: str) -> int:
+def local_cores(master: str) -> int:
     """The cores of a ``local``, ``local[N]`` or ``local[*]`` master (``local[N, F]`` too).
 
     Examples
     --------
-    >>> _local_cores("local"), _local_cores("local[3]"), _local_cores("local[2, 4]")
+    >>> local_cores("local"), local_cores("local[3]"), local_cores("local[2, 4]")
     (1, 3, 2)
     """
     inside = master[master.find("[") + 1:master.find("]")] if "[" in master else "1"
