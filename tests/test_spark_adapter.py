@@ -4,12 +4,15 @@ and its parameters."""
 from __future__ import annotations
 
 import functools
+import sys
 
 import pandas as pd
 import pytest
+from pyspark import cloudpickle
 from pyspark.sql import functions as F
 
-from windowkit.core.frames import OUTPUT_SCHEMA, ThresholdFramer
+from windowkit.core.frames import ThresholdFramer
+from windowkit.core.operator import StreamOperator
 from windowkit.spark.adapter import (
     PAYLOAD,
     SHARD,
@@ -43,25 +46,82 @@ def test_the_own_watermark_delay_is_known_only_when_it_is_the_only_watermark(spa
     assert _own_watermark_delay(stream, compound) is None
 
 
-def test_route_must_name_the_key_or_an_input(spark):
-    df = spark.createDataFrame([("a", 1, True)], "k string, t long, v boolean")
-    job = OperatorJob(factory=functools.partial(ThresholdFramer, "1 rows"),
-                      schema=OUTPUT_SCHEMA, inputs={"value": F.col("v").cast("tinyint")})
-    with pytest.raises(ValueError, match="`route` must be 'key' or one of the job's inputs"):
-        run_operator(df, job, time="t", key="k", route="nope")
-    folded = OperatorJob(factory=job.factory, schema=job.schema, inputs=job.inputs,
-                         folded="value")
-    with pytest.raises(ValueError, match="`route` must not be the job's folded input 'value'"):
-        run_operator(df, folded, time="t", key="k", route="value")
+class _Declaring(StreamOperator):
+    """An operator that declares a code input, a category input, a route and a derived
+    output, and reports what it was given: the dtypes of its inputs, and (deliberately
+    wrong) -1 for its derived output, so that a result shows where each value was made."""
+
+    FORMAT_TAG = "TESTDECL"
+
+    def __init__(self, route: str = "item") -> None:
+        self._route = route
+
+    @property
+    def output_schema(self) -> list[tuple[str, str]]:
+        return [("item", "string"), ("time", "timestamp"), ("code", "int64"),
+                ("dtypes", "string"), ("twice", "int64")]
+
+    @property
+    def input_schema(self) -> list[tuple[str, str]]:
+        return [("code", "code"), ("item", "category")]
+
+    @property
+    def derived_outputs(self) -> dict[str, str]:
+        return {"twice": "2 * code"}
+
+    @property
+    def route(self) -> str:
+        return self._route
+
+    def process(self, batch: pd.DataFrame) -> pd.DataFrame:
+        dtypes = f"{batch['code'].dtype},{batch['item'].dtype}"
+        return pd.DataFrame({"item": batch["item"].astype(str), "time": batch["time"],
+                             "code": batch["code"].astype("int64"), "dtypes": dtypes,
+                             "twice": -1})
+
+    def to_bytes(self) -> bytes:
+        return b""
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> _Declaring:
+        return cls()
 
 
-def test_left_out_columns_need_a_projection_that_makes_them(spark):
-    df = spark.createDataFrame([("a", 1, True)], "k string, t long, v boolean")
-    job = OperatorJob(factory=functools.partial(ThresholdFramer, "1 rows"),
-                      schema=OUTPUT_SCHEMA, inputs={"value": F.col("v").cast("tinyint")},
-                      left_out=("shard",))
-    with pytest.raises(ValueError, match="`left_out` columns need a `project`"):
-        run_operator(df, job, time="t", key="k", time_unit="us")
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import tests
+
+
+def _declaring_job(route: str = "item") -> OperatorJob:
+    return OperatorJob(factory=functools.partial(_Declaring, route),
+                       inputs={"code": F.col("c"), "item": F.col("i")})
+
+
+def test_the_adapter_acts_on_what_the_operator_declares(spark):
+    rows = [(t, t % 3 - 1, f"i{t % 5}") for t in range(40)]
+    df = spark.createDataFrame(rows, "t long, c int, i string")
+    out = run_operator(df, _declaring_job(), time="t", key=None, shards=3, time_unit="us")
+    got = out.toPandas()
+    # the code input was folded into the time and given back as int8; the category input
+    # arrived as a Categorical
+    assert set(got["dtypes"]) == {"int8,category"}
+    assert sorted(zip(got["time"], got["code"], got["item"], strict=True)) == rows
+    # the derived output was made by Spark from the code, not taken from Python's -1
+    assert (got["twice"] == 2 * got["code"]).all()
+    # rows are routed by the declared route: each item in one shard, spread over several
+    shards = got.groupby("item")["shard"].nunique()
+    assert (shards == 1).all() and got["shard"].nunique() > 1
+    # a row without a value of the routing column belongs to no shard: malformed
+    with_null = df.union(spark.createDataFrame([(99, 0, None)], df.schema))
+    rejected = run_operator(with_null, _declaring_job(), time="t", key=None, shards=3,
+                            time_unit="us").where("rejected IS NOT NULL").toPandas()
+    assert rejected[["rejected", "detail"]].values.tolist() == [["malformed", '{"t":99,"c":0}']]
+
+
+def test_a_route_must_be_the_key_or_an_input_and_not_the_code(spark):
+    df = spark.createDataFrame([(1, 0, "a")], "t long, c int, i string")
+    with pytest.raises(ValueError, match="routes by 'nope', which must be 'key' or one of"):
+        run_operator(df, _declaring_job("nope"), time="t", key=None, time_unit="us")
+    with pytest.raises(ValueError, match="must not route by its code input 'code'"):
+        run_operator(df, _declaring_job("code"), time="t", key=None, time_unit="us")
 
 
 def test_spark_hash_int_is_the_hash_spark_partitions_by(spark):
@@ -108,7 +168,7 @@ def _one_frame_per_key(spark, path: str, keys: list, base: int,
 
 def _frames_job() -> OperatorJob:
     return OperatorJob(factory=functools.partial(ThresholdFramer, "1 rows"),
-                       schema=OUTPUT_SCHEMA, inputs={"value": F.col("v").cast("tinyint")})
+                       inputs={"value": F.col("v").cast("tinyint")})
 
 
 def _final_shards_on_a_stream(spark, path: str, tmp_path, shards: int,

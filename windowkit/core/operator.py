@@ -33,6 +33,14 @@ KEY = "key"
 
 #: Logical column types an operator may declare in its output schema.
 COLUMN_TYPES = ("int64", "float64", "bool", "string", "timestamp", "binary")
+#: Logical types an operator may declare for its inputs (:attr:`StreamOperator.input_schema`):
+#: those of :data:`COLUMN_TYPES`, ``"category"`` (text the operator only compares or hashes by
+#: value: it receives a pandas Categorical, so that it works once per distinct value of a
+#: batch) and ``"code"`` (an integer in :data:`CODE_RANGE`, -1 meaning unknown, received as
+#: int8: an engine may carry it in a few bits of another column).
+INPUT_TYPES = (*COLUMN_TYPES, "category", "code")
+#: The values of a ``"code"`` input.
+CODE_RANGE = (-1, 2)
 
 
 class StreamOperator(ABC):
@@ -56,6 +64,10 @@ class StreamOperator(ABC):
     KEY_PARTITIONED: ClassVar[bool] = False
     #: The rows' column holding the key of a ``KEY_PARTITIONED`` operator's state.
     CHUNK_KEY: ClassVar[str] = KEY
+    #: True if the operator takes integer keys as int64 as well as text keys (it only groups
+    #: and compares them, and gives them back as it got them): an engine may then carry an
+    #: integer key as an integer, which costs less than its text.
+    INTEGER_KEYS: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -69,6 +81,27 @@ class StreamOperator(ABC):
     @abstractmethod
     def output_schema(self) -> list[tuple[str, str]]:
         """Names and logical types of the output columns."""
+
+    @property
+    def input_schema(self) -> list[tuple[str, str]]:
+        """Names and logical types (:data:`INPUT_TYPES`) of the columns :meth:`process` reads
+        besides ``key`` and ``time``, where the type tells an engine how to carry them; an
+        input not listed arrives as the engine's own type for it. Default: none listed."""
+        return []
+
+    @property
+    def derived_outputs(self) -> dict[str, str]:
+        """Output columns that are SQL expressions of other output columns (times as int64
+        µs), which an engine may compute itself instead of taking them from :meth:`process`.
+        Default: none."""
+        return {}
+
+    @property
+    def route(self) -> str:
+        """The input column whose equal values must meet in one instance of the operator:
+        ``key`` (default: each key's rows), or an input whose values the operator keeps its
+        state by (it then needs no key)."""
+        return KEY
 
     @abstractmethod
     def process(self, batch: pd.DataFrame) -> pd.DataFrame:

@@ -49,7 +49,7 @@ from pyspark.sql import types as T
 from windowkit.core.durations import to_micros
 from windowkit.core.operator import KEY, TIME, EventTimeRunner, StreamOperator
 from windowkit.core.validation import check_int
-from windowkit.spark.event_time import column_type, event_time
+from windowkit.spark.event_time import EventTime, column_type, event_time
 from windowkit.spark.kill_hooks import wait_to_be_killed
 from windowkit.spark.processor import ORIGINAL_PREFIX
 from windowkit.spark.processor import RunnerProcessor as _RunnerProcessor
@@ -62,7 +62,7 @@ ROUTE = "wk_route"
 REJECTED = "rejected"
 DETAIL_OUT = "detail"
 PAYLOAD = "wk_rows"
-DETAIL_IN = "wk_detail"  # a malformed row's JSON beside a typed key (OperatorJob.typed_key)
+DETAIL_IN = "wk_detail"  # a malformed row's JSON beside an integer key (INTEGER_KEYS)
 # A folded code takes the two low bits of the time: event times must stay within 2**61 µs
 # (about 73,000 years) of 1970 so that the folded value fits in an int64.
 FOLD_BITS = 2
@@ -92,61 +92,65 @@ _SPARK_TYPES = {
 
 @dataclass(frozen=True)
 class OperatorJob:
-    """What the adapter needs to run an operator.
+    """What the adapter needs to run an operator: the operator, and where its inputs come from.
+
+    How each input travels, which outputs Spark derives and how rows are routed to shards
+    follow from what the operator declares (see :class:`~windowkit.core.operator.
+    StreamOperator`): its ``output_schema``, its ``input_schema`` (a ``"code"`` input travels
+    in the two low bits of the event time rather than in a column of its own, because the
+    JVM's Arrow writer pays per column and row; ``"category"`` inputs reach it as pandas
+    Categoricals), ``INTEGER_KEYS`` (on a batch, an integer key travels as a long, not as
+    text), ``derived_outputs`` (on a batch, computed in the JVM from the others rather than
+    sent from Python) and ``route``.
 
     Parameters
     ----------
     factory : callable
-        Builds a fresh operator (must be picklable: a class or ``functools.partial``).
-    schema : list of (name, logical type)
-        The operator's output schema (see ``StreamOperator.output_schema``).
+        Builds a fresh operator (must be picklable: a class or ``functools.partial``). It is
+        called once on the driver to read the operator's declarations.
     inputs : dict of str to Column
         Columns to send to the operator besides ``key`` and ``time``, as Spark expressions.
     valid : Column, optional
         False for rows that cannot be processed (they come out as ``malformed``).
-    folded : str, optional
-        One of ``inputs`` whose values are integer codes in ``[-1, 2]``. It travels to Python
-        in the two low bits of the event time instead of a column of its own, because the
-        JVM's Arrow writer pays per column and row: for threshold frames this cut the JVM's
-        CPU time in the stage that feeds Python by a fifth. The operator receives the same
-        values; a row whose time is more than 2**61 µs from 1970 is then malformed.
     flagged : Column, optional
-        With ``folded`` only: true for rows that are reported as malformed (with the row as
-        JSON in ``detail``) *and* still given to the operator, with ``folded`` set to -1 (for
-        frames: a report of unknown value, which breaks or is bridged like a missing one).
-        They travel with the folded code 3 and ``key + NUL + JSON`` in the key column, so the
-        common rows pay nothing for them.
-    categorical : tuple of str, optional
-        Text inputs the operator takes as pandas Categoricals (Arrow's dictionary codes)
-        rather than Python strings: an operator that hashes or compares text then does so
-        once per distinct value of a batch instead of once per row.
+        True for rows that are reported as malformed (with the row as JSON in ``detail``)
+        *and* still given to the operator, with its ``"code"`` input set to -1 (unknown). They
+        travel with the code 3 and ``key + NUL + JSON`` in the key column, so the common rows
+        pay nothing for them.
     detail : Column, optional
         The text a malformed (or flagged) row is reported with, never null for such a row;
         default: the row's columns as JSON. A job whose input is already derived from the
-        user's rows (batch multi-granular cells) carries their JSON itself. Late rows of a
+        user's rows (e.g. pre-aggregated cells) carries their JSON itself. Late rows of a
         stream are reported with the user's row as it arrived, whatever this is.
-    typed_key : bool, optional
-        Batch only: an integer key travels to Python and back as a long, not as text (the
-        returned ``key`` is then a long), and a malformed row's JSON in a column of its own
-        (malformed rows, having no key, then meet in one task). Text costs the JVM per row
-        each way, and the operator a string per report.
-    left_out : tuple of str, optional
-        Batch only: output columns (the operator's, or ``shard``) that Python does not send
-        back, for the caller's ``project`` (see :func:`run_operator`) to make from the others
-        in the JVM, or to drop. The JVM turns every column of every row Python sends from
-        Arrow into its own rows; a column it computes from others costs less.
     """
 
     factory: Callable[[], StreamOperator]
-    schema: list[tuple[str, str]]
     inputs: dict[str, Column]
     valid: Column | None = None
-    folded: str | None = None
     flagged: Column | None = None
-    categorical: tuple[str, ...] = ()
     detail: Column | None = None
-    typed_key: bool = False
-    left_out: tuple[str, ...] = ()
+
+    @functools.cached_property
+    def declared(self) -> StreamOperator:
+        """An operator made by ``factory``, whose declarations the adapter reads."""
+        return self.factory()
+
+    @property
+    def schema(self) -> list[tuple[str, str]]:
+        """The operator's output schema."""
+        return self.declared.output_schema
+
+    @functools.cached_property
+    def folded(self) -> str | None:
+        """The input that travels in the event time's low bits: the first ``"code"`` one."""
+        types = dict(self.declared.input_schema)
+        return next((name for name in self.inputs if types.get(name) == "code"), None)
+
+    @functools.cached_property
+    def categorical(self) -> tuple[str, ...]:
+        """The inputs the operator takes as Categoricals."""
+        types = dict(self.declared.input_schema)
+        return tuple(name for name in self.inputs if types.get(name) == "category")
 
     def shipped(self) -> list[str]:
         """The inputs that travel as columns of their own."""
@@ -154,6 +158,8 @@ class OperatorJob:
 
     def spark_schema(self, left_out: tuple[str, ...] = (), typed_key: bool = False
                      ) -> T.StructType:
+        """The output rows' Spark schema: the operator's columns, ``shard``, ``rejected`` and
+        ``detail``, without ``left_out``; ``typed_key``: the key is a long."""
         fields = [T.StructField(n, T.LongType() if typed_key and n == KEY else _SPARK_TYPES[t],
                                 True) for n, t in self.schema]
         fields += [T.StructField(SHARD_OUT, T.IntegerType(), True),
@@ -204,9 +210,9 @@ def run_operator(
     shards: int | None = None,
     late: str | None = None,
     shard: Column | None = None,
-    route: str | None = None,
     time_unit: str | None = None,
     project: Callable[[dict[str, Column | str]], list[Column | str]] | None = None,
+    times_like: EventTime | None = None,
 ) -> DataFrame:
     """Run ``job``'s operator over ``df`` on batch or streaming DataFrames alike.
 
@@ -215,13 +221,14 @@ def run_operator(
     df : DataFrame
         The input (``df.isStreaming`` selects the engine).
     job : OperatorJob
-        The operator, its schema and its input columns.
+        The operator and its input columns.
     time : str or Column
         Event time: a timestamp, ``timestamp_ntz``, date, timestamp string, or an integer
         with ``time_unit`` (see :mod:`windowkit.spark.event_time`).
     key : str, Column or None
-        Grouping key (cast to string for transport, or to a long with ``job.typed_key``; a
-        null key makes the row malformed); None for one global key.
+        Grouping key (cast to string for transport, or on a batch to a long for an operator
+        declaring ``INTEGER_KEYS``; a null key makes the row malformed); None for one global
+        key. An operator that routes by an input of its own (its ``route``) takes none.
     shards : int, optional
         Spark groups the keys are hashed into; default :func:`default_shards` (one per core
         on a batch, ``spark.sql.shuffle.partitions`` on a stream).
@@ -230,19 +237,18 @@ def run_operator(
         Streaming only: watermark delay, e.g. ``"1 minute"``; rows older than the watermark
         are reported as late.
     shard : Column, optional
-        An explicit shard per row, an integer in ``[0, shards)`` (e.g. a DistCM site).
-    route : str, optional
-        Without ``shard``: the column (``"key"`` or one of ``job.inputs`` other than
-        ``job.folded``) whose equal values must meet in one shard; default ``"key"``. Rows
-        are spread by its hash; a null value makes the row malformed.
+        An explicit shard per row, an integer in ``[0, shards)`` (e.g. a DistCM site);
+        without it rows are spread by the hash of the operator's ``route`` column (a null
+        value there makes the row malformed).
     time_unit : {"s", "ms", "us", "ns"}, optional
         The unit of an integer ``time`` column (required for one, refused for any other).
     project : callable, optional
         Given the returned columns by name (a Column, or the name itself where the output
         column is returned as it is), the columns of the result instead: the caller's own
         projection, made in the adapter's (each DataFrame call is an analysis in the JVM).
-        On a batch, ``job.left_out`` columns are missing from what it is given: it makes
-        them (SQL over the operator's output columns as Python sent them).
+    times_like : EventTime, optional
+        The time column whose kind the output's ``timestamp`` columns come back in, when
+        ``time`` is one the caller derived from it (default: ``time``'s own).
 
     Returns
     -------
@@ -250,20 +256,23 @@ def run_operator(
         The operator's columns (``timestamp`` columns in the kind of ``time``: timestamps,
         ``timestamp_ntz``, or integers in ``time_unit``) plus ``shard`` (the
         shard that produced the row), ``rejected`` and ``detail``; or ``project``'s columns.
+        On a batch, the operator's ``derived_outputs`` and ``shard`` are computed in the JVM,
+        not sent from Python: each column Python sends costs the JVM per row.
     """
     if shards is None:
         shards = default_shards(df)
     shards = check_int("shards", shards, 1)
     key_col = F.lit("") if key is None else (F.col(key) if isinstance(key, str) else key)
     explicit_shard = shard is not None
-    route = route or KEY
+    route = job.declared.route
     if route != KEY and route not in job.inputs:
-        msg = f"`route` must be 'key' or one of the job's inputs {list(job.inputs)}; got {route!r}"
+        msg = (f"the operator routes by {route!r}, which must be 'key' or one of the job's "
+               f"inputs {list(job.inputs)}")
         raise ValueError(msg)
     if route == job.folded:
         # a folded input has no column of its own to hash, and its four codes would fill at
         # most four shards anyway
-        msg = f"`route` must not be the job's folded input {route!r}; route by 'key' instead"
+        msg = f"the operator must not route by its code input {route!r}; route by 'key' instead"
         raise ValueError(msg)
     clock = event_time(df, time, time_unit)
     micros = clock.micros()
@@ -275,10 +284,11 @@ def run_operator(
         malformed = malformed | ~F.coalesce(job.valid, F.lit(False))
     shipped_time = micros
     if job.flagged is not None and job.folded is None:
-        msg = "`flagged` needs a `folded` input (flagged rows travel with the folded code 3)"
+        msg = ("`flagged` needs an input the operator declares a 'code' (flagged rows travel "
+               "with the code 3)")
         raise ValueError(msg)
     original = job.detail if job.detail is not None else row_json(df)
-    typed_key = (job.typed_key and not df.isStreaming and key is not None
+    typed_key = (job.declared.INTEGER_KEYS and not df.isStreaming and key is not None
                  and job.flagged is None and route == KEY and not explicit_shard
                  and isinstance(column_type(df, key), T.IntegralType))
     key_text = key_col.cast("long" if typed_key else "string")
@@ -336,10 +346,8 @@ def run_operator(
         *[column.alias(carried[name]) for name, column in own.items()
           if carried[name].startswith(ORIGINAL_PREFIX)],
     )
-    if job.left_out and project is None:
-        msg = "`left_out` columns need a `project` that makes them"
-        raise ValueError(msg)
-    schema = job.spark_schema(() if df.isStreaming else job.left_out, typed_key)
+    derived = {} if df.isStreaming else job.declared.derived_outputs
+    schema = job.spark_schema(() if df.isStreaming else (*derived, SHARD_OUT), typed_key)
     if df.isStreaming:
         ensure_stateful_conf(df.sparkSession)
         # (an event-time column of its own is dropped where the rows are packed)
@@ -384,17 +392,34 @@ def run_operator(
             functools.partial(_run_partition, job.factory, job.shipped(), job.folded,
                               job.flagged is not None, sent, job.categorical),
             sent)
-    # one projection (each DataFrame call is an analysis in the JVM)
+    returned = sent if not df.isStreaming else schema
+    return out.select(*_output_columns(job, returned, derived, times_like or clock, project))
+
+
+def _output_columns(job: OperatorJob, returned: T.StructType, derived: dict[str, str],
+                    clock: EventTime, project) -> list[Column | str]:
+    """The result's columns, in one projection (each DataFrame call is an analysis in the
+    JVM): timestamps back in ``clock``'s kind; on a batch, the operator's ``derived`` outputs
+    (SQL over the columns Python sent), the task's shard (one shard per task) and the
+    rejected rows' reason (a batch's rejected rows are all malformed, and they alone have a
+    detail) made here."""
     restored = {name for name, kind in job.schema if kind == "timestamp"}
-    columns: dict[str, Column | str] = {
-        field.name: clock.restore(F.col(field.name)) if field.name in restored else field.name
-        for field in schema.fields}
-    if not df.isStreaming:
-        columns[REJECTED] = F.expr(f"CASE WHEN {DETAIL_OUT} IS NOT NULL THEN 'malformed' END")
+    sent = {field.name for field in returned.fields}
+    columns: dict[str, Column | str] = {}
+    for name in [n for n, _ in job.schema] + [SHARD_OUT, REJECTED, DETAIL_OUT]:
+        if name in sent:
+            column = F.col(name) if name in restored else name
+        elif name in derived:
+            column = F.expr(derived[name])
+        elif name == SHARD_OUT:
+            column = F.spark_partition_id()
+        else:
+            column = F.expr(f"CASE WHEN {DETAIL_OUT} IS NOT NULL THEN 'malformed' END")
+        columns[name] = clock.restore(column) if name in restored else column
     if project is None:
-        return out.select(*[column if isinstance(column, str) else column.alias(name)
-                            for name, column in columns.items()])
-    return out.select(*project(columns))
+        return [column if isinstance(column, str) else column.alias(name)
+                for name, column in columns.items()]
+    return project(columns)
 
 
 def _run_partition(

@@ -702,7 +702,7 @@ def windowed_count_min(
     params = {"unit": unit, "tick": tick, "algorithm": algorithm, "epsilon": epsilon,
               "delta": delta, "snapshot_every": snapshot_every, "seed": seed, "tau": tau,
               "mu": mu}
-    template = make_operator(window, **params)  # validates before any Spark job runs
+    make_operator(window, **params)  # validates before any Spark job runs
     shards = check_int("shards", DEFAULT_SHARDS if shards is None else shards, 1)
     prepared, key, site = _prepare(df, item, time, by, shards, unit, time_unit)
     item_col = F.col(item) if isinstance(item, str) else item
@@ -725,7 +725,7 @@ def windowed_count_min(
         params["end_time"] = prepared.agg(F.max(step)).first()[0]
     # The site is the adapter's shard: each Spark group runs exactly one site's operator.
     job = OperatorJob(factory=functools.partial(make_operator, window, **params),
-                      schema=template.output_schema, inputs={ITEM: key})
+                      inputs={ITEM: key})
     out = run_operator(prepared, job, time=step, key=None, shards=shards, late=late,
                        shard=site, time_unit="us")
     return out.select(*columns)

@@ -11,7 +11,6 @@ from pyspark.sql import types as T
 
 from windowkit.core.durations import Duration
 from windowkit.core.frames import (
-    OUTPUT_SCHEMA,
     VALUE,
     DuplicatePolicy,
     Extent,
@@ -130,10 +129,8 @@ def threshold_frames(
     coded = _with_predicate_code(df, when)
     job = OperatorJob(
         factory=functools.partial(ThresholdFramer, spec=spec),
-        schema=OUTPUT_SCHEMA,
         inputs={VALUE: F.col(_CODE)},
         flagged=F.col(_UNEVALUABLE),
-        folded=VALUE,
     )
     check_key_name(by)
     out = run_operator(coded, job, time=time, key=by, shards=shards, late=late,

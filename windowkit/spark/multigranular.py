@@ -45,7 +45,6 @@ from windowkit.core.multigranular.aggregator import (
     make_spec,
 )
 from windowkit.core.multigranular.distinct import DEFAULT_PRECISION
-from windowkit.core.multigranular.spec import MultiGranularSpec
 from windowkit.core.operator import KEY
 from windowkit.core.validation import check_choice
 from windowkit.spark.adapter import (
@@ -181,10 +180,9 @@ def multi_granular(
     valid = number.isNotNull() & (micros >= F.lit(spec.origin))
     key_col = F.lit("") if by is None else F.col(by)
     factory = functools.partial(MultiGranularAggregator, config=config)
-    schema = factory().output_schema
     renamed = {} if distinct is None else {
         "distinct": f"distinct_{distinct}" if isinstance(distinct, str) else "distinct"}
-    project = _projection(df, by, schema, config.effective_spec, clock, renamed)
+    project = _projection(df, by, renamed)
     # the sketches hash strings, in the JVM and in Python alike
     item = None if distinct is None else (
         F.col(distinct) if isinstance(distinct, str) else distinct).cast("string")
@@ -194,11 +192,11 @@ def multi_granular(
         shipped = (user_column(value) if isinstance(value, str)
                    and df.schema[value].dataType == T.DoubleType() else number)
         inputs = {"value": shipped} if item is None else {"value": shipped, ITEM: item}
-        job = OperatorJob(factory=factory, schema=schema, inputs=inputs, valid=valid)
+        job = OperatorJob(factory=factory, inputs=inputs, valid=valid)
         return run_operator(df, job, time=F.timestamp_micros(micros), key=by, shards=shards,
-                            late=late, project=project)
-    return _batch_cells(df, micros, key_col, number, valid, config, item, factory, schema,
-                        shards, project)
+                            late=late, project=project, times_like=clock)
+    return _batch_cells(df, micros, key_col, number, valid, config, item, factory, shards,
+                        project, clock)
 
 
 def recurring_items(
@@ -257,21 +255,19 @@ def recurring_items(
     factory = functools.partial(RecurringItems, levels=[(lv.range, lv.slide)
                                                         for lv in spec.levels],
                                 origin=spec.origin, report=report)
-    schema = factory().output_schema
     effective = spec.continuous() if report == "continuous" else spec
-    project = _projection(df, by, schema, effective, clock)
+    project = _projection(df, by)
     if df.isStreaming:
-        job = OperatorJob(factory=factory, schema=schema, inputs={"item": item_col},
-                          valid=valid)
+        job = OperatorJob(factory=factory, inputs={"item": item_col}, valid=valid)
         return run_operator(df, job, time=F.timestamp_micros(micros), key=by, shards=shards,
-                            late=late, project=project)
+                            late=late, project=project, times_like=clock)
     good = _good(valid, micros, key_col)
     b0, t0 = effective.finest_slide, effective.origin
     base = _with_malformed(df, good, key_col, micros, t0, b0, {_ITEM: item_col})
     cells = base.groupBy(_KEY, _ITEM, _GRANULE, _DETAIL).agg(F.expr("count(1) AS cell_n"),
                                                              _granule_end(t0, b0))
-    return _run_cells(cells, factory, schema,
-                      {"item": F.expr(_ITEM), "cell_n": F.expr("cell_n")}, shards, project)
+    return _run_cells(cells, factory, {"item": F.expr(_ITEM), "cell_n": F.expr("cell_n")},
+                      shards, project, clock)
 
 
 def split_reports(result: DataFrame) -> tuple[DataFrame, DataFrame]:
@@ -291,8 +287,8 @@ def split_reports(result: DataFrame) -> tuple[DataFrame, DataFrame]:
 
 # ---------------------------------------------------------------------- internals
 def _batch_cells(df: DataFrame, micros: Column, key_col: Column, number: Column, valid: Column,
-                 config: AggregatorConfig, item: Column | None, factory, schema,
-                 shards: int | None, project) -> DataFrame:
+                 config: AggregatorConfig, item: Column | None, factory, shards: int | None,
+                 project, clock: EventTime) -> DataFrame:
     """Batch: one cell per key and finest granule in the JVM (with its HLL sketch of ``item``
     for distinct counts), then the chains in Python."""
     spec = config.effective_spec
@@ -317,7 +313,7 @@ def _batch_cells(df: DataFrame, micros: Column, key_col: Column, number: Column,
     inputs = {c: F.expr(f"CAST({c} AS DOUBLE)") for c in wanted}
     if config.distinct:
         inputs[CELL_HLL] = F.expr(CELL_HLL)
-    return _run_cells(cells, factory, schema, inputs, shards, project, _left_out(config))
+    return _run_cells(cells, factory, inputs, shards, project, clock)
 
 
 #: Each cell column as a SQL aggregate of the granule's rows (text: one py4j call per column).
@@ -358,14 +354,15 @@ def _with_malformed(df: DataFrame, good: Column, key_col: Column, micros: Column
         *[F.when(good, column).alias(name) for name, column in columns.items()])
 
 
-def _run_cells(cells: DataFrame, factory, schema, inputs: dict[str, Column],
-               shards: int | None, project, left_out: tuple[str, ...] = ()) -> DataFrame:
-    """Run the operator over the cells, each at its granule's end instant; the malformed
-    rows among them are reported with their JSON."""
-    job = OperatorJob(factory=factory, schema=schema, inputs=inputs,
-                      valid=F.expr(f"{_GRANULE} >= 0"), detail=F.expr(_DETAIL),
-                      typed_key=True, left_out=left_out)
-    return run_operator(cells, job, time=_END, key=_KEY, shards=shards, project=project)
+def _run_cells(cells: DataFrame, factory, inputs: dict[str, Column], shards: int | None,
+               project, clock: EventTime) -> DataFrame:
+    """Run the operator over the cells, each at its granule's end instant (report times
+    back in the kind of the user's time, ``clock``); the malformed rows among them are
+    reported with their JSON."""
+    job = OperatorJob(factory=factory, inputs=inputs, valid=F.expr(f"{_GRANULE} >= 0"),
+                      detail=F.expr(_DETAIL))
+    return run_operator(cells, job, time=_END, key=_KEY, shards=shards, project=project,
+                        times_like=clock)
 
 
 def _good(valid: Column, micros: Column, key_col: Column) -> Column:
@@ -377,55 +374,26 @@ def _granule_of(micros: Column, t0: int, b0: int) -> Column:
     return F.call_function("div", micros - F.lit(int(t0)) + F.lit(int(b0) - 1), F.lit(int(b0)))
 
 
-def _projection(df: DataFrame, by: str | None, schema, spec: MultiGranularSpec,
-                clock: EventTime, renamed: dict[str, str] | None = None):
-    """The adapter's projection to the reports' columns in order, the key back in ``by``'s
-    type and name, the window bounds back in the kind of the user's time column (``clock``);
-    the columns in :func:`_left_out` made from the others."""
+def _projection(df: DataFrame, by: str | None, renamed: dict[str, str] | None = None):
+    """The adapter's projection to the reports' columns in order, without ``shard``: the key
+    back in ``by``'s type and name, and the ``renamed`` columns."""
     renamed = dict(renamed or {})
     if by is not None:
         renamed[KEY] = by
     key_type = None if by is None else df.schema[by].dataType
-    names = [n for n, _ in schema] + [REJECTED, DETAIL_OUT]
-    level = "CASE level " + " ".join(f"WHEN {k} THEN {{}}" for k in range(spec.n_levels)) + " END"
-    ranges = level.format(*[lv.range for lv in spec.levels])
-    derived = {  # over the columns as Python sends them: times in µs
-        "range": ranges,
-        "slide": level.format(*[lv.slide for lv in spec.levels]),
-        "window_start": f"greatest({int(spec.origin)}, window_end - {ranges})",
-        "mean": "try_divide(sum, count)",  # count >= 1 in a report; null (as NaN is) if not
-    }
 
     def project(columns: dict[str, Column | str]) -> list[Column | str]:
-        def column(name: str) -> Column | str:
-            # plain names and SQL text: a Column built by a pyspark function costs py4j calls
+        def column(name: str, value: Column | str) -> Column | str:
+            # plain names where possible: a Column built by a pyspark function costs py4j calls
             if name == KEY and key_type is not None:
                 return F.col(KEY).cast(key_type).alias(renamed[KEY])
-            if name in _BOUNDS:
-                # the operator's µs (sent, or made from window_end), not the adapter's
-                # timestamps: the adapter saw the cells' or the shipped instants, not ``time``
-                micros = F.col(name) if name in columns else F.expr(derived[name])
-                return clock.restore(micros).alias(name)
-            if name not in columns:
-                return F.expr(f"{derived[name]} AS `{name}`")
-            if not isinstance(columns[name], str):
-                return columns[name].alias(renamed.get(name, name))
+            if not isinstance(value, str):
+                return value.alias(renamed.get(name, name))
             return F.expr(f"`{name}` AS `{renamed[name]}`") if name in renamed else name
 
-        return [column(n) for n in names]
+        return [column(name, value) for name, value in columns.items() if name != SHARD_OUT]
 
     return project
-
-
-_BOUNDS = ("window_start", "window_end")
-
-
-def _left_out(config: AggregatorConfig) -> tuple[str, ...]:
-    """Report columns a batch's Python stage leaves for :func:`_projection` to make in the
-    JVM (and the adapter's ``shard``, which the reports do not have): each column Python
-    sends costs the JVM per row."""
-    mean = ("mean",) if {"count", "sum", "mean"} <= set(config.aggregates) else ()
-    return ("range", "slide", "window_start", *mean, SHARD_OUT)
 
 
 def _number(col: Column) -> Column:

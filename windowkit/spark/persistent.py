@@ -182,8 +182,8 @@ def persistent_items(
     integral = isinstance(item_type, T.IntegralType)
     op_kwargs = {"mode": mode, "item_type": "int64" if integral else "string",
                  "delta": delta, "seed": seed, "origin": origin_us}
-    schema = PersistentItemsOperator(  # also validates the parameters, before any Spark work
-        alpha, epsilon, window_slots, slot_us, **op_kwargs).output_schema
+    # validates the parameters, before any Spark work
+    PersistentItemsOperator(alpha, epsilon, window_slots, slot_us, **op_kwargs)
     item_col = F.col(item)
     item_value = item_col.cast("long" if integral else "string")
     clock = event_time(df, time, time_unit)
@@ -196,10 +196,10 @@ def persistent_items(
         end_slot = df.agg(F.max(_slot_index(item_micros, slot_us, origin_us))).first()[0]
         factory = functools.partial(_BoundedPersistentOperator, alpha, epsilon, window_slots,
                                     slot_us, end_slot=end_slot, **op_kwargs)
-    job = OperatorJob(factory=factory, schema=schema, inputs={ITEM: item_value})
-    # Route by the item: every row of an item reaches the same shard (a row without an item is
-    # malformed), and no key travels to Python (the operator needs none).
-    out = run_operator(df, job, time=micros, key=None, shards=shards, late=late, route=ITEM,
+    job = OperatorJob(factory=factory, inputs={ITEM: item_value})
+    # The operator routes by the item: every row of an item reaches the same shard (a row
+    # without an item is malformed), and no key travels to Python (the operator needs none).
+    out = run_operator(df, job, time=micros, key=None, shards=shards, late=late,
                        time_unit="us")
     status = F.coalesce(F.col(REJECTED), F.lit(REPORTED))
     return out.select(

@@ -11,7 +11,6 @@ from pyspark.sql import types as T
 
 from windowkit.core.operator import KEY
 from windowkit.core.widening import (
-    OUTPUT_SCHEMA,
     Detector,
     EpisodeDetector,
     WideningConfig,
@@ -121,7 +120,7 @@ def widen_detect(
         msg = (f"`detector` must be a Detector or an episode's text; got "
                f"{type(detector).__name__}")
         raise ValueError(msg)
-    textual = isinstance(detector, EpisodeDetector)
+    textual = detector.column_type in ("category", "string")
     inputs = {}
     for name in detector.columns:
         if name in df.columns:
@@ -135,13 +134,8 @@ def widen_detect(
         else:
             msg = f"the detector needs column {name!r}; the DataFrame has {df.columns}"
             raise ValueError(msg)
-    job = OperatorJob(
-        factory=functools.partial(WindowWidening, detector, config=config),
-        schema=OUTPUT_SCHEMA,
-        inputs=inputs,
-        # the episode detector hashes each distinct text once (its category tables)
-        categorical=tuple(inputs) if textual else (),
-    )
+    job = OperatorJob(factory=functools.partial(WindowWidening, detector, config=config),
+                      inputs=inputs)
     out = run_operator(df, job, time=time, key=by, shards=shards, late=late,
                        time_unit=time_unit)
     # the adapter gives the window and detection times back in the input's kind already;

@@ -306,6 +306,11 @@ class SequenceFramer(StreamOperator):
         return OUTPUT_SCHEMA
 
     @property
+    def input_schema(self) -> list[tuple[str, str]]:
+        """``value``, a float (null, NaN or infinite: missing)."""
+        return [(VALUE, "float64")]
+
+    @property
     def n_keys(self) -> int:
         """Number of keys seen so far."""
         return len(self._state.keys)

@@ -57,6 +57,7 @@ from windowkit.core.frames._engine import (
     _INT_FIELDS,
     _NONE,
     _OPEN,
+    VALUE,
     SequenceFramer,
     SequenceFrameSpec,
     _keys_array,
@@ -200,6 +201,17 @@ class ThresholdFramer(SequenceFramer):
 
     FORMAT_TAG = "THRFRAME"
     FORMAT_VERSION = 1
+
+    @property
+    def input_schema(self) -> list[tuple[str, str]]:
+        """``value``: the predicate's code (1 holds, 0 does not, -1 missing).
+
+        Examples
+        --------
+        >>> ThresholdFramer().input_schema
+        [('value', 'code')]
+        """
+        return [(VALUE, "code")]
 
     def __init__(
         self,

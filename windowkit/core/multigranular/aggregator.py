@@ -190,6 +190,25 @@ class ChainOperator(StreamOperator):
     reports ``_frame`` turns into output rows, settled by the watermark or the input's end."""
 
     _state: ChainState
+    # keys are only grouped and compared, and given back as they came
+    INTEGER_KEYS = True
+
+    @property
+    def derived_outputs(self) -> dict[str, str]:
+        """``range``, ``slide`` and ``window_start``: functions of ``level`` and ``window_end``.
+
+        Examples
+        --------
+        >>> agg = MultiGranularAggregator(levels=[(4, 1), (8, 2)])
+        >>> agg.derived_outputs["window_start"]
+        'greatest(0, window_end - CASE level WHEN 0 THEN 4 WHEN 1 THEN 8 END)'
+        """
+        spec = self._state.spec
+        level = "CASE level " + " ".join(f"WHEN {k} THEN {{}}" for k in range(spec.n_levels))
+        level += " END"
+        ranges = level.format(*[int(lv.range) for lv in spec.levels])
+        return {"range": ranges, "slide": level.format(*[int(lv.slide) for lv in spec.levels]),
+                "window_start": f"greatest({int(spec.origin)}, window_end - {ranges})"}
 
     def _frame(self, rep: Reports) -> pd.DataFrame:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -316,6 +335,15 @@ class MultiGranularAggregator(ChainOperator):
         if self.config.distinct:
             cols.append(("distinct", "int64"))
         return cols
+
+    @property
+    def derived_outputs(self) -> dict[str, str]:
+        """Those of every multi-granular operator, and ``mean`` where ``count`` and ``sum``
+        are outputs (a report's count is at least 1)."""
+        derived = super().derived_outputs
+        if {"count", "sum", "mean"} <= set(self.config.aggregates):
+            derived["mean"] = "CASE WHEN count > 0 THEN sum / count END"
+        return derived
 
     @property
     def n_keys(self) -> int:

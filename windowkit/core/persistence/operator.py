@@ -125,6 +125,16 @@ class PersistentItemsOperator(StreamOperator):
         """``window_end_slot`` int64, ``item`` (``item_type``), ``estimate`` float64."""
         return [("window_end_slot", "int64"), (ITEM, self.item_type), ("estimate", "float64")]
 
+    @property
+    def input_schema(self) -> list[tuple[str, str]]:
+        """``item``, of ``item_type``."""
+        return [(ITEM, self.item_type)]
+
+    @property
+    def route(self) -> str:
+        """``item``: the state is kept per item, so an item's rows must meet (no key)."""
+        return ITEM
+
     # -- slots ---------------------------------------------------------------------------------
     def _slot_of(self, times: np.ndarray) -> np.ndarray:
         return (times - self.origin) // self.slot_length

@@ -48,6 +48,9 @@ class Detector(ABC):
     """
 
     columns: ClassVar[tuple[str, ...]] = ()
+    #: The logical type of the input ``columns`` (:data:`windowkit.core.operator.INPUT_TYPES`):
+    #: integers by default; ``"category"`` for text the detector hashes or compares by value.
+    column_type: ClassVar[str] = "int64"
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)

@@ -98,6 +98,7 @@ class EpisodeDetector(Detector):
     """
 
     relevance = 0
+    column_type = "category"  # each distinct text of a batch is hashed once
 
     def __init__(self, episode: str | Episode = REMOTE_SHELL) -> None:
         if isinstance(episode, str) and episode.strip() == "remote-shell":

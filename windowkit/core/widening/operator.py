@@ -171,6 +171,18 @@ class WindowWidening(StreamOperator):
         """Output columns (see the module docstring)."""
         return OUTPUT_SCHEMA
 
+    @property
+    def input_schema(self) -> list[tuple[str, str]]:
+        """The detector's columns, of its column type.
+
+        Examples
+        --------
+        >>> from windowkit.core.widening.episode_detector import EpisodeDetector
+        >>> WindowWidening(EpisodeDetector("a"), base=10, max_length=4, levels=1).input_schema
+        [('call', 'category'), ('ret', 'category')]
+        """
+        return [(name, self.detector.column_type) for name in self.detector.columns]
+
     def _use_buffers(self, buffers: dict, rows: int) -> None:
         self._buffers = buffers
         self._store = {name: buf[:rows] for name, buf in buffers.items()}
