@@ -417,9 +417,30 @@ def _output_columns(job: OperatorJob, returned: T.StructType, derived: dict[str,
             column = F.expr(f"CASE WHEN {DETAIL_OUT} IS NOT NULL THEN 'malformed' END")
         columns[name] = clock.restore(column) if name in restored else column
     if project is None:
-        return [column if isinstance(column, str) else column.alias(name)
-                for name, column in columns.items()]
+        return [named(name, column) for name, column in columns.items()]
     return project(columns)
+
+
+def named(name: str, column: Column | str) -> Column | str:
+    """A column of the adapter's result under ``name``, for a caller's ``project``.
+
+    Examples
+    --------
+    >>> named("start", "start"), str(named("start", F.col("x"))) == str(F.col("x").alias("start"))
+    ('start', True)
+    """
+    return column if isinstance(column, str) else column.alias(name)
+
+
+def as_column(column: Column | str) -> Column:
+    """A column of the adapter's result as a Column, for a caller's ``project``.
+
+    Examples
+    --------
+    >>> str(as_column("rejected")) == str(F.col("rejected"))
+    True
+    """
+    return F.col(column) if isinstance(column, str) else column
 
 
 def _run_partition(

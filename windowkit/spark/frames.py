@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -24,6 +25,8 @@ from windowkit.spark.adapter import (
     INTERNAL_PREFIX,
     REJECTED,
     OperatorJob,
+    as_column,
+    named,
     run_operator,
 )
 from windowkit.spark.event_time import TimeUnit
@@ -133,9 +136,8 @@ def threshold_frames(
         flagged=F.col(_UNEVALUABLE),
     )
     check_key_name(by)
-    out = run_operator(coded, job, time=time, key=by, shards=shards, late=late,
-                       time_unit=time_unit)
-    return frames_output(out, df, by)
+    return run_operator(coded, job, time=time, key=by, shards=shards, late=late,
+                        time_unit=time_unit, project=frames_projection(df, by))
 
 
 #: The columns of every framing's output after the key (``by``, or ``key``).
@@ -160,9 +162,10 @@ def check_key_name(by: str | None) -> None:
         raise ValueError(msg)
 
 
-def frames_output(out: DataFrame, df: DataFrame, by: str | None) -> DataFrame:
-    """The adapter's frames as every framing gives them: the key back in ``by``'s type and
-    name, a rejected row's reason in ``status``, in one projection.
+def frames_projection(df: DataFrame, by: str | None
+                      ) -> Callable[[dict[str, Column | str]], list[Column | str]]:
+    """The adapter's projection to frames as every framing gives them: the key back in
+    ``by``'s type and name, a rejected row's reason in ``status``.
 
     Examples
     --------
@@ -172,9 +175,13 @@ def frames_output(out: DataFrame, df: DataFrame, by: str | None) -> DataFrame:
     ['s', 'frame_id', 'start']
     """
     key = F.col(KEY) if by is None else F.col(KEY).cast(df.schema[by].dataType).alias(by)
-    status = F.coalesce(F.col(REJECTED), F.col("status")).alias("status")
-    return out.select(key, *[status if name == "status" else F.col(name)
-                             for name in FRAME_COLUMNS])
+
+    def project(columns: dict[str, Column | str]) -> list[Column | str]:
+        status = F.coalesce(as_column(columns[REJECTED]), F.col("status")).alias("status")
+        return [key, *[status if name == "status" else named(name, columns[name])
+                       for name in FRAME_COLUMNS]]
+
+    return project
 
 
 def split_rejected(result: DataFrame) -> tuple[DataFrame, DataFrame]:

@@ -31,7 +31,7 @@ from windowkit.core.frames import (
 from windowkit.core.frames._engine import SequenceFramer, SequenceFrameSpec
 from windowkit.spark.adapter import OperatorJob, run_operator
 from windowkit.spark.event_time import TimeUnit, event_time
-from windowkit.spark.frames import check_key_name, frames_output
+from windowkit.spark.frames import check_key_name, frames_projection
 
 
 def boundary_frames(
@@ -305,9 +305,8 @@ def _frames(
     job = OperatorJob(factory=factory, inputs={VALUE: value_col})
     # the adapter reads the time column (and an integer one's unit) and gives the frames'
     # times back in the column's own kind
-    out = run_operator(df, job, time=time, key=by, shards=shards, late=late,
-                       time_unit=time_unit)
-    return frames_output(out, df, by)
+    return run_operator(df, job, time=time, key=by, shards=shards, late=late,
+                        time_unit=time_unit, project=frames_projection(df, by))
 
 
 def framing_functions() -> dict[str, Any]:

@@ -27,7 +27,14 @@ from pyspark.sql import types as T
 from windowkit.core.durations import origin_micros, to_micros
 from windowkit.core.persistence.operator import ITEM, PersistentItemsOperator
 from windowkit.core.validation import check_in_range, check_int
-from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, row_json, run_operator
+from windowkit.spark.adapter import (
+    DETAIL_OUT,
+    REJECTED,
+    OperatorJob,
+    as_column,
+    row_json,
+    run_operator,
+)
 from windowkit.spark.event_time import EventTime, TimeUnit, event_time
 
 REPORTED = "persistent"
@@ -199,17 +206,15 @@ def persistent_items(
     job = OperatorJob(factory=factory, inputs={ITEM: item_value})
     # The operator routes by the item: every row of an item reaches the same shard (a row
     # without an item is malformed), and no key travels to Python (the operator needs none).
-    out = run_operator(df, job, time=micros, key=None, shards=shards, late=late,
-                       time_unit="us")
-    status = F.coalesce(F.col(REJECTED), F.lit(REPORTED))
-    return out.select(
-        "window_end_slot",
-        *_bounds(F.col("window_end_slot"), slot_us, window_slots, origin_us, clock),
-        F.col(ITEM).cast(item_type).alias(item),
-        "estimate",
-        status.alias("status"),
-        DETAIL_OUT,
-    )
+    def project(columns: dict[str, Column | str]) -> list[Column | str]:
+        status = F.coalesce(as_column(columns[REJECTED]), F.lit(REPORTED))
+        return ["window_end_slot",
+                *_bounds(F.col("window_end_slot"), slot_us, window_slots, origin_us, clock),
+                F.col(ITEM).cast(item_type).alias(item), "estimate", status.alias("status"),
+                DETAIL_OUT]
+
+    return run_operator(df, job, time=micros, key=None, shards=shards, late=late,
+                        time_unit="us", project=project)
 
 
 def exact_persistent_items(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -17,8 +18,15 @@ from windowkit.core.widening import (
     WindowWidening,
 )
 from windowkit.core.widening.config import ReportMode
-from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, run_operator, user_column
-from windowkit.spark.event_time import TimeUnit, event_time
+from windowkit.spark.adapter import (
+    DETAIL_OUT,
+    REJECTED,
+    OperatorJob,
+    named,
+    run_operator,
+    user_column,
+)
+from windowkit.spark.event_time import EventTime, TimeUnit, event_time
 
 TIME_COLUMNS = ("window_start", "window_end", "detected_at", "first_time", "last_time")
 
@@ -136,23 +144,29 @@ def widen_detect(
             raise ValueError(msg)
     job = OperatorJob(factory=functools.partial(WindowWidening, detector, config=config),
                       inputs=inputs)
-    out = run_operator(df, job, time=time, key=by, shards=shards, late=late,
-                       time_unit=time_unit)
-    # the adapter gives the window and detection times back in the input's kind already;
-    # the episode's own times travel as text of microseconds
-    clock = event_time(df, time, time_unit)
+    return run_operator(df, job, time=time, key=by, shards=shards, late=late,
+                        time_unit=time_unit,
+                        project=_detections_projection(df, by, event_time(df, time, time_unit)))
+
+
+def _detections_projection(df: DataFrame, by: str | None, clock: EventTime
+                           ) -> Callable[[dict[str, Column | str]], list[Column | str]]:
+    """The adapter's projection to detections: the key back in ``by``'s type and name, and
+    the episode's times (text of microseconds, restored to the kind of ``clock``) and
+    ordinals (text) as arrays; the window and detection times the adapter restored already."""
+    key = F.col(KEY) if by is None else F.col(KEY).cast(df.schema[by].dataType).alias(by)
     micros = F.transform(F.split(F.col("times"), ","), lambda x: x.cast("long"))
-    times = F.transform(micros, clock.restore)
-    out = out.withColumn("times", F.when(F.col("times").isNotNull(), times))
-    out = out.withColumn("ordinals", F.when(F.col("ordinals").isNotNull(), F.transform(
-        F.split(F.col("ordinals"), ","), lambda x: x.cast("long"))))
-    key_name = by if by is not None else KEY
-    if by is not None:
-        out = out.withColumn(KEY, F.col(KEY).cast(df.schema[by].dataType))
-    out = out.withColumnRenamed(KEY, key_name)
-    columns = [key_name, "level", *TIME_COLUMNS[:3], "first_time", "last_time", "span", "times",
-               "ordinals", REJECTED, DETAIL_OUT]
-    return out.select(*columns)
+    times = F.when(F.col("times").isNotNull(), F.transform(micros, clock.restore))
+    ordinals = F.when(F.col("ordinals").isNotNull(), F.transform(
+        F.split(F.col("ordinals"), ","), lambda x: x.cast("long")))
+    made = {"times": times.alias("times"), "ordinals": ordinals.alias("ordinals")}
+
+    def project(columns: dict[str, Column | str]) -> list[Column | str]:
+        names = ["level", *TIME_COLUMNS[:3], "first_time", "last_time", "span", "times",
+                 "ordinals", REJECTED, DETAIL_OUT]
+        return [key, *[made.get(name, named(name, columns[name])) for name in names]]
+
+    return project
 
 
 def split_detections(result: DataFrame) -> tuple[DataFrame, DataFrame]:
