@@ -3,14 +3,13 @@
 ``tests/test_session_kinds.py`` runs each case on the suite's classic session and, in a
 subprocess (a process that has made a Spark Connect session cannot make classic DataFrames),
 on a Spark Connect session of the same server, and compares the rows. Run as a script, this
-module is that subprocess: ``python tests/session_kinds.py sc://HOST:PORT OUT_DIR [CASE ...]``
-writes ``OUT_DIR/CASE.parquet`` for each case.
+module is that subprocess: ``python tests/session_kinds.py sc://HOST:PORT|local[N] OUT_DIR
+[CASE ...]`` writes ``OUT_DIR/CASE.parquet`` for each case.
 
 A case takes the session and a fresh folder and returns its rows as a pandas DataFrame; a case
 that raises returns its error's class and first line instead, so bad input must fail the same
-way on both kinds. Streams on Connect are compared through the command line
-(``test_the_command_line_on_spark_connect_writes_the_classic_rows_issue35``); ``stream_of`` and
-``run_stream`` serve the streaming tests of that module.
+way on both kinds. Each streaming case (its name ends in ``_stream``) runs one query to its
+end through windowkit's exactly-once sink, on a session of its own kind in a process of its own.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 T0 = dt.datetime(2024, 1, 1)
@@ -68,16 +67,14 @@ def syscalls(spark):
 
 def stream_of(spark, frame, folder: str, parts: int = 4):
     """``frame``'s rows (in time order) as ``parts`` Parquet files read one per micro-batch."""
-    data = frame.toPandas().sort_values("time", na_position="first", kind="stable")
-    data.attrs.clear()  # a Connect session's plan metrics: not data, and not JSON
-    for name, dtype in data.dtypes.items():
-        if pd.api.types.is_datetime64_dtype(dtype):  # Spark's timestamps: UTC instants in µs
-            data[name] = data[name].dt.tz_localize("UTC").astype("datetime64[us, UTC]")
-    # one Arrow schema for every file: a part whose column is all null keeps its type
-    table = pa.Table.from_pandas(data, preserve_index=False)
+    # Arrow keeps timestamps as instants, whatever the session's time zone
+    table = frame.toArrow()
+    table = table.replace_schema_metadata(None)  # a Connect session's plan metrics: not data
+    order = pc.sort_indices(table, [("time", "ascending")], null_placement="at_start")
+    table = table.take(order)
     os.makedirs(folder)
     for i in range(parts):
-        start, end = i * len(data) // parts, (i + 1) * len(data) // parts
+        start, end = i * len(table) // parts, (i + 1) * len(table) // parts
         pq.write_table(table.slice(start, end - start), f"{folder}/part-{i}.parquet")
     return (spark.readStream.schema(frame.schema).option("maxFilesPerTrigger", 1)
             .parquet(folder))
@@ -102,6 +99,15 @@ def threshold_batch(spark, folder):
                            min_duration="2 rows", schedule="10 seconds", shards=2)
     frames, rejected = split_rejected(out)
     return pd.concat([frames.toPandas(), rejected.toPandas()])
+
+
+@case
+def threshold_stream(spark, folder):
+    from windowkit.spark import threshold_frames
+
+    stream = stream_of(spark, readings(spark), f"{folder}/in")
+    return run_stream(threshold_frames(stream, "time", "loss_rate > 0.003", by="router",
+                                       late="1 minute", shards=2), folder)
 
 
 @case
@@ -147,6 +153,16 @@ def multi_granular_batch(spark, folder):
 
 
 @case
+def multi_granular_stream(spark, folder):
+    from windowkit.spark import multi_granular
+
+    stream = stream_of(spark, flows(spark), f"{folder}/in")
+    return run_stream(multi_granular(stream, "time", "RANGES 1 MINUTE, 20 SECONDS "
+                                     "SLIDES 20 SECONDS, 10 SECONDS", by="src", value="bytes",
+                                     aggregates=["count", "sum"], shards=2), folder)
+
+
+@case
 def recurring_batch(spark, folder):
     from windowkit.spark import recurring_items
 
@@ -163,6 +179,15 @@ def widen_batch(spark, folder):
         syscalls(spark), "time", by="pid", base="4 seconds", max_length=8,
         max_duration="10 minutes"))
     return pd.concat([found.toPandas(), rejected.toPandas()])
+
+
+@case
+def widen_stream(spark, folder):
+    from windowkit.spark import widen_detect
+
+    stream = stream_of(spark, syscalls(spark), f"{folder}/in", parts=3)
+    return run_stream(widen_detect(stream, "time", by="pid", base="4 seconds", max_length=8,
+                                   max_duration="10 minutes", late="10 minutes"), folder)
 
 
 # ------------------------------------------------------------------------------- Count-Min
@@ -191,6 +216,16 @@ def count_min_batch(spark, folder):
     return pd.concat(parts)
 
 
+@case
+def count_min_stream(spark, folder):
+    from windowkit.spark import windowed_count_min
+
+    stream = stream_of(spark, flows(spark), f"{folder}/in")
+    return run_stream(windowed_count_min(stream, "dst", "time", window=6, unit="ticks",
+                                         tick="10 seconds", epsilon=0.05, algorithm="splitter",
+                                         shards=2, snapshot_every=50), folder)
+
+
 # ------------------------------------------------------------------------ persistent items
 @case
 def persistent_batch(spark, folder):
@@ -204,6 +239,15 @@ def persistent_batch(spark, folder):
     return pd.concat([reported.toPandas().assign(part="sketch"),
                       rejected.toPandas().assign(part="rejected"),
                       exact.toPandas().assign(part="exact")])
+
+
+@case
+def persistent_stream(spark, folder):
+    from windowkit.spark import persistent_items
+
+    stream = stream_of(spark, flows(spark), f"{folder}/in")
+    return run_stream(persistent_items(stream, "dst", "time", slot="20 seconds",
+                                       window_slots=6, alpha=0.5, shards=2), folder)
 
 
 # ---------------------------------------------------------------------------- bad input

@@ -12,23 +12,40 @@ import pytest
 
 from tests.session_kinds import CASES, run_case
 
+STREAM_CASES = sorted(name for name in CASES if name.endswith("_stream"))
+
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run_cases(remote: str, out: str, names: list[str] | None = None) -> None:
+    """Run the cases (default all) in a process of their own on the session ``remote``."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [ROOT, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "session_kinds.py"),
+                           remote, out, *(names or [])], env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 @pytest.fixture(scope="module")
 def connect_rows(connect_url, tmp_path_factory) -> str:
     """Run every case on a Spark Connect session (in a process of its own); the folder of
     their rows."""
-    out = tmp_path_factory.mktemp("connect")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [ROOT, *filter(None, [os.environ.get("PYTHONPATH")])])}
-    done = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "session_kinds.py"),
-                           connect_url, str(out)], env=env, capture_output=True, text=True,
-                          timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return str(out)
+    out = str(tmp_path_factory.mktemp("connect"))
+    _run_cases(connect_url, out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def classic_stream_rows(tmp_path_factory) -> str:
+    """Run the streaming cases on a classic session of a process of their own, as the
+    Connect ones run: a stream's rows then depend on nothing the suite's own session went
+    through before; the folder of their rows."""
+    out = str(tmp_path_factory.mktemp("classic"))
+    _run_cases("local[2]", out, STREAM_CASES)
+    return out
 
 
 def canonical(rows: pd.DataFrame) -> pd.DataFrame:
@@ -41,8 +58,12 @@ def canonical(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_connect_gives_the_classic_rows_issue35(spark, connect_rows, tmp_path, name):
-    classic = run_case(name, spark, str(tmp_path / "work"))
+def test_connect_gives_the_classic_rows_issue35(spark, connect_rows, classic_stream_rows,
+                                                tmp_path, name):
+    if name in STREAM_CASES:
+        classic = pd.read_parquet(os.path.join(classic_stream_rows, f"{name}.parquet"))
+    else:
+        classic = run_case(name, spark, str(tmp_path / "work"))
     connect = pd.read_parquet(os.path.join(connect_rows, f"{name}.parquet"))
     if name.startswith("error_"):
         assert list(classic.columns) == ["error"], classic.head()
