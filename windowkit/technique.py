@@ -88,6 +88,11 @@ class StepFunction:
         function as Columns.
     needs : tuple of (column, why) pairs
         Columns the ``column_role`` input must have whatever the parameters say, and why.
+    latest_window : (str, str) or None
+        The parameters giving the window a batch result ends with, (number of slots, slot
+        length): the result is about the last slots up to the newest row, so a far-future
+        time would make it about nothing (:func:`~windowkit.spark.check_time_outliers`).
+        None: the result covers every row.
     report : str or None
         Its report section: ``"module:builder"`` under ``windowkit.report``, the builder taking
         the :class:`~windowkit.report.model.StepRun` (and the run summary as ``summary`` if it
@@ -116,6 +121,7 @@ class StepFunction:
     objects: tuple[str, ...] = ()
     expressions: tuple[str, ...] = ()
     needs: tuple[tuple[str, str], ...] = ()
+    latest_window: tuple[str, str] | None = None
     report: str | None = None
 
     @property

@@ -71,6 +71,7 @@ TECHNIQUE = Technique(
         StepFunction("windowed_count_min", "countmin", split="reason", reason="rejected",
                      from_input=TIMED, columns=("item", "time", "by"),
                      durations={"tick": "time", "late": "time"}, check=check_count_min,
+                     latest_window=("window", "tick"),
                      report="countmin:count_min_section"),
         StepFunction("heavy_hitters", "countmin",
                      roles=(("snapshots", "input"), ("candidates", "candidates")),

@@ -48,7 +48,7 @@ def report_example(run: Any) -> None:
 
 _STEP = {"module": "persistent", "split": "split_persistent", "reason": "status",
          "from_input": TIMED, "columns": ("item", "time"),
-         "durations": {"slot": "time", "late": "time"},
+         "durations": {"slot": "time", "late": "time"}, "latest_window": ("window_slots", "slot"),
          "report": "persistent:persistent_section"}
 
 TECHNIQUE = Technique(
