@@ -23,6 +23,7 @@ from windowkit.datasets.routers import router_readings
 from windowkit.spark.chunk_store import SPLIT_AT
 from windowkit.spark.kill_hooks import WORKER_MARKER_ENV
 from windowkit.spark.sinks import KILL_AFTER_WRITE_ENV
+from windowkit.techniques import TECHNIQUES
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -67,18 +68,10 @@ def _split(df: pd.DataFrame, n: int) -> list[pd.DataFrame]:
     return [df.iloc[i:i + size] for i in range(0, len(df), size)]
 
 
-#: Each streaming command: its own arguments and the outputs it writes.
-COMMANDS = {
-    "frames": (["frames", "--when", "loss_rate > 0.003", "--min-duration", "2 rows",
-                "--fragment-every", "4 rows"], ("frames", "rejected")),
-    # each site's windowed Count-Min (its matrices, clock and counters) in the shard's state
-    "countmin": (["countmin", "--item", "router", "--unit", "ticks", "--tick", "1 minute",
-                  "--window", "30", "--algorithm", "proportional"], ("snapshots", "rejected")),
-    # the multi-granular chains keep their cells in each shard's state
-    "multigranular": (["multigranular", "--value", "loss_rate", "--window",
-                       "RANGES 10 MINUTES, 5 MINUTES SLIDES 5 MINUTES, 1 MINUTE"],
-                      ("reports", "rejected")),
-}
+#: Each technique's streaming command (its descriptor's ``stream_example``): its own arguments
+#: and the outputs it writes.
+COMMANDS = {t.name: (list(t.stream_example.args), t.stream_example.outputs)
+            for t in TECHNIQUES if t.stream_example is not None}
 
 
 def command(name, input_dir, run_dir, stream: bool = True, master: str = "local[2]",

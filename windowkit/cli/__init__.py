@@ -1,7 +1,8 @@
-"""The ``windowkit`` command: ``demo``, and one subcommand per technique.
+"""The ``windowkit`` command: one subcommand per technique, ``demo`` and ``run``.
 
-Each technique's module in this package exposes ``register(subparsers)``, which adds its
-subcommand and sets ``func`` (taking the parsed arguments, returning an exit code).
+Each subcommand's module exposes ``register(subparsers)``, which adds its subcommand and sets
+``func`` (taking the parsed arguments, returning an exit code). The techniques' modules are
+named by their descriptors (:mod:`windowkit.techniques`).
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ import argparse
 import importlib
 import sys
 
-SUBCOMMAND_MODULES = ("windowkit.cli.frames", "windowkit.cli.fill", "windowkit.cli.demo",
-                      "windowkit.cli.countmin",
-                      "windowkit.cli.persistent", "windowkit.cli.widen",
-                      "windowkit.cli.multigranular", "windowkit.cli.run")
+from windowkit.techniques import cli_modules
+
+#: The subcommands that belong to no technique.
+TOOL_MODULES = ("windowkit.cli.demo", "windowkit.cli.run")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "default; --master for a cluster).",
     )
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for name in SUBCOMMAND_MODULES:
+    for name in (*cli_modules(), *TOOL_MODULES):
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:

@@ -7,8 +7,9 @@ name up here and nowhere else: no module named in bytes is ever imported, so byt
 anything that is not registered raise :class:`~windowkit.core.serialization.StateFormatError`.
 
 windowkit's own classes register with :func:`register` when their module is imported; a lookup
-first imports windowkit's own technique packages (a fixed list, :data:`OWN_MODULES`), so that
-reading bytes never depends on what the caller happened to import. A user's subclass of a
+first imports windowkit's own technique packages (:func:`own_modules`, named by the
+techniques' descriptors), so that reading bytes never depends on what the caller happened to
+import. A user's subclass of a
 plug-in base registers itself when its class statement runs (``Framing`` and ``Detector`` call
 :func:`register_plugin` from ``__init_subclass__``) under ``"<module>.<qualname>"``: its bytes
 can be read in a process that has defined the class (a Spark worker unpickling the function
@@ -28,17 +29,24 @@ from windowkit.core.serialization import StateFormatError, state_tag
 
 _T = TypeVar("_T", bound=type)
 
-#: windowkit's packages and modules whose classes register; imported before any lookup.
-OWN_MODULES = (
-    "windowkit.core.operator",
-    "windowkit.core.frames",
-    "windowkit.core.multigranular",
-    "windowkit.core.persistence",
-    "windowkit.core.persistence.operator",
-    "windowkit.core.sketches",
-    "windowkit.core.sketches.operator",
-    "windowkit.core.widening",
-)
+#: windowkit's own modules whose classes register and that belong to no technique (each
+#: technique's descriptor names its own: :func:`windowkit.techniques.core_modules`).
+SHARED_MODULES = ("windowkit.core.operator",)
+
+
+def own_modules() -> tuple[str, ...]:
+    """windowkit's packages and modules whose classes register; imported before any lookup.
+
+    Examples
+    --------
+    >>> own_modules()[0], "windowkit.core.widening" in own_modules()
+    ('windowkit.core.operator', True)
+    """
+    # the descriptors are plain data: reading them imports no technique and no Spark
+    from windowkit.techniques import core_modules
+
+    return (*SHARED_MODULES, *core_modules())
+
 
 #: Class paths older windowkit wrote into state bytes, and the names that now read them.
 OLD_PATHS = {
@@ -183,7 +191,7 @@ def registered_name(cls: type) -> str:
 
 
 def _load_own_modules() -> None:
-    for module in OWN_MODULES:
+    for module in own_modules():
         importlib.import_module(module)
 
 

@@ -78,8 +78,9 @@ def check_pipeline_inputs(pipeline: Pipeline, overwrite: bool = False,
              for name, source in pipeline.sources.items()}
     for step in pipeline.steps:
         _check_step_columns(pipeline, step, infos)
-        if step.function == "custom_frames":
-            _import_object(pipeline, step, "framing")
+        for param in FUNCTIONS[step.function].objects:
+            if param in step.params:
+                _import_object(pipeline, step, param)
     _check_sources_apart(pipeline)
     try:
         check_output(pipeline.output, overwrite, parts=output_parts(pipeline))
@@ -255,12 +256,13 @@ def _check_step_columns(pipeline: Pipeline, step: Step, infos: dict[str, InputIn
     info = infos.get(step.inputs.get(function.column_role, ""))
     if info is None or info.columns is None:
         return
-    if step.function == "widen_detect" and "call" not in info.columns:
-        # a detector matches system calls; without them every row would be a null call
-        msg = (f"{pipeline.where('steps', step.name, 'input')}: widen_detect matches system calls: "
-               f"its input needs a `call` column, which {info.path} does not have; its columns: "
-               f"{', '.join(info.columns)}")
-        raise PipelineError(msg)
+    for column, why in function.needs:
+        # whatever the parameters say: without it every row would be a null value
+        if column not in info.columns:
+            msg = (f"{pipeline.where('steps', step.name, function.column_role)}: "
+                   f"{step.function} {why}: its input needs a `{column}` column, which "
+                   f"{info.path} does not have; its columns: {', '.join(info.columns)}")
+            raise PipelineError(msg)
     for param in function.columns:
         column = step.params.get(param)
         if isinstance(column, str) and _IDENTIFIER.match(column) and column not in info.columns:
@@ -535,16 +537,17 @@ def _spark_values(pipeline: Pipeline, step: Step, kwargs: dict[str, Any]) -> dic
     from pyspark.sql import functions as F
 
     out = dict(kwargs)
-    if step.function == "fill_frames" and isinstance(out.get("aggregates"), dict):
-        out["aggregates"] = {name: F.expr(e) for name, e in out["aggregates"].items()}
-    elif step.function == "fill_frames" and isinstance(out.get("aggregates"), list):
-        out["aggregates"] = [F.expr(e) for e in out["aggregates"]]
+    function = FUNCTIONS[step.function]
+    for param in function.expressions:
+        if isinstance(out.get(param), dict):
+            out[param] = {name: F.expr(e) for name, e in out[param].items()}
+        elif isinstance(out.get(param), list):
+            out[param] = [F.expr(e) for e in out[param]]
     if isinstance(out.get("levels"), list):
         out["levels"] = [tuple(level) for level in out["levels"]]
-    if step.function == "custom_frames":
-        out["framing"] = _import_object(pipeline, step, "framing")
-    if step.function == "heavy_hitters" or step.function == "estimate_frequency":
-        out.setdefault("item", "item")
+    for param in function.objects:
+        if param in out:
+            out[param] = _import_object(pipeline, step, param)
     return out
 
 

@@ -35,15 +35,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from windowkit.core.durations import TimeUnit
 from windowkit.pipeline.functions import (
-    CORE_CHECKS,
-    DURATION_PARAMS,
     FUNCTIONS,
     STEP_KEYS,
-    ZERO_DURATIONS,
     accepted_parameters,
     parameter_model,
 )
 from windowkit.pipeline.locate import KeyLines
+from windowkit.technique import DurationKind
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]*$")
 RESERVED_NAMES = ("rejected", "_checkpoints", "report")
@@ -92,7 +90,7 @@ class SourceSection(_Strict):
     @field_validator("watermark")
     @classmethod
     def _watermark(cls, value: str) -> str:
-        return _duration(value, "watermark", allow_rows=False)
+        return _duration(value, "watermark", "time")
 
 
 class SinkSection(_Strict):
@@ -383,13 +381,13 @@ def _close(word: str, accepted: list[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _duration(value: str | int, name: str, allow_rows: bool) -> str:
+def _duration(value: str | int, name: str, kind: DurationKind) -> str:
     from windowkit.core.durations import Duration
 
-    if name in ZERO_DURATIONS and isinstance(value, str) and \
+    if kind == "time or zero" and isinstance(value, str) and \
             value.strip().split(" ")[0] in ("0", "0.0"):
         return value  # "0 seconds": no reach, as fill_frames takes it
-    Duration.parse(value, name, allow_rows=allow_rows)
+    Duration.parse(value, name, allow_rows=kind == "time or rows")
     return value
 
 
@@ -527,18 +525,20 @@ def _check_params(pipeline: Pipeline, step: str, function: str, params: dict,
             msg = (f"{pipeline.where('steps', step, key)}: `{key}` = {params.get(key)!r} for "
                    f"{function}: {error['msg']}")
         raise PipelineError(msg) from exc
+    durations = FUNCTIONS[function].durations
     for key, value in params.items():
-        if key in DURATION_PARAMS and isinstance(value, str):
+        if key in durations and isinstance(value, str):
             try:
-                _duration(value, key, allow_rows=DURATION_PARAMS[key])
+                _duration(value, key, durations[key])
             except ValueError as exc:
                 where = pipeline.where("steps", step, key) if key in given else \
                     pipeline.where("steps", step)
                 msg = f"{where}: {exc}"
                 raise PipelineError(msg) from exc
-    if function in CORE_CHECKS:
+    check = FUNCTIONS[function].check
+    if check is not None:
         try:
-            CORE_CHECKS[function](params)
+            check(params)
         except (ValueError, TypeError) as exc:
             where = pipeline.where("steps", step, *key_named(str(exc), given))
             msg = f"{where}: [steps.{step}] ({function}): {exc}"

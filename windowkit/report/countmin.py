@@ -23,19 +23,22 @@ from pyspark.sql import functions as F
 from windowkit.core.durations import to_micros
 from windowkit.report import section as sec
 from windowkit.report.figures import BLUE, ORANGE, empty_note, subplots, to_png
-from windowkit.report.model import StepRun
+from windowkit.report.model import RunSummary, StepRun
 
 DEFAULT_PHI = 0.01
 #: Items drawn: the largest true counts, and every heavy hitter up to this many in all.
 TOP = 20
 
 
-def count_min_section(step: StepRun, phi: float | None = None) -> sec.Section:
+def count_min_section(step: StepRun, phi: float | None = None,
+                      summary: RunSummary | None = None) -> sec.Section:
     """Headline numbers and the figure of a ``windowed_count_min`` step.
 
     Heavy hitters are the items whose estimate in the coordinator's latest view reaches
     ``phi`` times its window count ``W`` (and is positive): what
     ``heavy_hitters(..., latest=True)`` reports, from the estimates computed here anyway.
+    Without ``phi``, that of a ``heavy_hitters`` step of the run (``summary``) reading this
+    step's snapshots, else :data:`DEFAULT_PHI`.
 
     Examples
     --------
@@ -53,6 +56,7 @@ def count_min_section(step: StepRun, phi: float | None = None) -> sec.Section:
 
     args = step.arguments
     df, result, item = step.inputs.get("input"), step.result, args.get("item")
+    phi = downstream_phi(step, summary) if phi is None else phi
     phi = DEFAULT_PHI if phi is None else float(phi)
     if df is None or not isinstance(item, str):
         return sec.Section(error="the step has no `input` or no `item` column name")
@@ -86,10 +90,12 @@ def count_min_section(step: StepRun, phi: float | None = None) -> sec.Section:
                 f"dashed line: the heavy-hitter threshold φ·W (φ = {phi:g})"))
 
 
-def heavy_hitters_section(step: StepRun, upstream: StepRun | None = None) -> sec.Section:
+def heavy_hitters_section(step: StepRun, upstream: StepRun | None = None,
+                          summary: RunSummary | None = None) -> sec.Section:
     """Headline numbers and the figure of a ``heavy_hitters`` step: the items of its latest
     view, their estimates against their true counts in the sketch's last window (from the
-    ``windowed_count_min`` step it reads, ``upstream``) and the threshold φ·W.
+    ``windowed_count_min`` step it reads, ``upstream``, else the run's step its ``input``
+    names in ``summary``) and the threshold φ·W.
 
     Examples
     --------
@@ -114,6 +120,9 @@ def heavy_hitters_section(step: StepRun, upstream: StepRun | None = None) -> sec
         return sec.Section(_hitter_headlines(0, None, None, None), note="no rows: no item "
                            "reached the threshold")
     latest = result.filter(F.col("view") == F.lit(last))
+    if upstream is None and summary is not None:
+        upstream = next((s for s in summary.steps
+                         if s.name == step.input_names.get("input")), None)
     if upstream is not None and upstream.inputs.get("input") is not None:
         truth = last_window_counts(upstream.inputs["input"], upstream.arguments)
         latest = latest.join(truth, item, "left")
@@ -133,6 +142,23 @@ def heavy_hitters_section(step: StepRun, upstream: StepRun | None = None) -> sec
         png, alt=f"Bar chart of the {len(top)} heavy hitters' estimated and true counts",
         caption="Each reported item's estimate against its true count in the sketch's last "
                 "window (exact); dashed line: the threshold φ·W"))
+
+
+def downstream_phi(step: StepRun, summary: RunSummary | None) -> float | None:
+    """``phi`` of a ``heavy_hitters`` step reading ``step``'s snapshots, if there is one.
+
+    Examples
+    --------
+    >>> cm = StepRun("cm", "windowed_count_min", {}, {}, {}, None)
+    >>> hh = StepRun("hh", "heavy_hitters", {"phi": 0.05}, {}, {"input": "cm"}, None)
+    >>> downstream_phi(cm, RunSummary("t", "p", "local", "batch", steps=[cm, hh]))
+    0.05
+    """
+    for other in [] if summary is None else summary.steps:
+        if (other.function == "heavy_hitters" and other.input_names.get("input") == step.name
+                and "phi" in other.params):
+            return float(other.params["phi"])
+    return None
 
 
 def _hitter_headlines(hitters: int, window_count: float | None, threshold: float | None,

@@ -22,13 +22,14 @@ import numpy as np
 import pandas as pd
 
 from windowkit.report.model import RunSummary, SourceRun, StepRun
+from windowkit.techniques import TECHNIQUES, step_functions
 
 #: Markup inside a step name, the title and a predicate: the page must show it as text.
 MARKUP = "<b>x</b> & 'y'"
-#: Steps whose figure the page carries.
-WITH_FIGURE = ("threshold_frames", "delta_frames", "fill_frames", "multi_granular",
-               "recurring_items", "windowed_count_min", "heavy_hitters", "persistent_items",
-               "exact_persistent_items", "widen_detect")
+#: The functions whose figure the page carries: those the techniques' examples run with rows
+#: and that have a report section.
+WITH_FIGURE = tuple(name for t in TECHNIQUES for name in t.example_functions
+                    if step_functions()[name].report is not None)
 
 
 def example_tables(seed: int = 2) -> dict[str, pd.DataFrame]:
@@ -61,10 +62,15 @@ def example_tables(seed: int = 2) -> dict[str, pd.DataFrame]:
     return {"routers": routers, "bgp": bgp, "flows": flows, "calls": calls}
 
 
-class _Run:
-    """Adds steps: runs a function's whole output once (checkpointed), splits it, counts."""
+class ExampleRun:
+    """The example run being built: its tables (Spark DataFrames, by name) and its steps.
 
-    def __init__(self) -> None:
+    :meth:`add` adds a step: it runs a function's whole output once (checkpointed), splits
+    it, counts. Each technique's ``report_example`` adds its own steps.
+    """
+
+    def __init__(self, tables: dict[str, Any] | None = None) -> None:
+        self.tables: dict[str, Any] = dict(tables or {})
         self.steps: list[StepRun] = []
 
     def add(self, name: str, function: str, params: dict[str, Any], inputs: dict[str, tuple],
@@ -94,10 +100,6 @@ def example_run(spark) -> RunSummary:
         run = example_run(spark)
         write_report(run, "example-report.html")
     """
-    from pyspark.sql import functions as F
-
-    import windowkit.spark as W
-
     tables = example_tables()
     routers = spark.createDataFrame(tables["routers"].assign(time=_naive(tables["routers"])),
                                     "router string, time timestamp, loss_rate double")
@@ -108,71 +110,12 @@ def example_run(spark) -> RunSummary:
     flows = spark.createDataFrame(tables["flows"])
     calls = spark.createDataFrame(tables["calls"], "key long, time timestamp, call string, "
                                                    "fd string, exe string, ret string")
-    run = _Run()
-    framed = {"split": W.split_rejected, "reason": "status"}
-
-    when = f"loss_rate > 0.003 AND router <> '{MARKUP.replace(chr(39), '')}'"
-    loss = run.add(f"loss {MARKUP}", "threshold_frames",
-                   {"when": when, "min_duration": "1 minute"}, {"input": ("routers", routers)},
-                   W.threshold_frames(routers, "time", when, by="router",
-                                      min_duration="1 minute", late=None),
-                   inherited={"time": "time", "by": "router"}, **framed)
-    seconds = routers.withColumn("t", F.unix_seconds("time")).drop("time")
-    params = {"time": "t", "time_unit": "s", "by": "router", "value": "loss_rate", "x": 0.002}
-    run.add("drift", "delta_frames", params, {"input": ("routers", seconds)},
-            W.delta_frames(seconds, late=None, **params), **framed)
-
-    params = {"time": "time", "by": "router", "before": "2 minutes", "after": "1 minute"}
-    run.add("loss with bgp", "fill_frames", params,
-            {"input": (loss.name, loss.result), "data": ("bgp", bgp)},
-            W.fill_frames(loss.result, bgp, **params))
-
-    reports = {"split": W.split_reports, "reason": "rejected"}
-    params = {"time": "time", "time_unit": "us", "by": "source", "value": "bytes",
-              "window": "RANGES 10 MINUTES, 1 MINUTE SLIDES 1 MINUTE, 10 SECONDS",
-              "aggregates": ["count", "mean"]}
-    run.add("traffic", "multi_granular", params, {"input": ("flows", flows)},
-            W.multi_granular(flows, **params), **reports)
-    params = {"time": "time", "time_unit": "us", "by": "source", "item": "protocol",
-              "window": "RANGES 4 MINUTES, 1 MINUTE SLIDES 1 MINUTE, 30 SECONDS"}
-    run.add("recurring protocols", "recurring_items", params, {"input": ("flows", flows)},
-            W.recurring_items(flows, **params), **reports)
-
-    params = {"item": "source", "time": "seq", "window": 2000, "algorithm": "perfect",
-              "epsilon": 0.05, "delta": 0.25}
-    snapshots = run.add("busy sources", "windowed_count_min", params,
-                        {"input": ("flows", flows)}, W.windowed_count_min(flows, **params),
-                        split=lambda out: (out.filter(F.col("rejected").isNull()),
-                                           out.filter(F.col("rejected").isNotNull())),
-                        reason="rejected")
-    run.add("heavy sources", "heavy_hitters", {"phi": 0.04, "item": "source", "latest": True},
-            {"input": (snapshots.name, snapshots.result), "candidates": ("flows", flows)},
-            W.heavy_hitters(snapshots.result, flows.select("source").distinct(), 0.04,
-                            "source", latest=True))
-
-    persistent = {"split": W.split_persistent, "reason": "status"}
-    params = {"item": "source", "time": "time", "time_unit": "us", "slot": "30 seconds",
-              "window_slots": 10, "alpha": 0.5, "epsilon": 0.2}
-    run.add("persistent sources", "persistent_items", params, {"input": ("flows", flows)},
-            W.persistent_items(flows, late=None, **params), **persistent)
-    params = {k: v for k, v in params.items() if k != "epsilon"}
-    run.add("persistent sources, exact", "exact_persistent_items", params,
-            {"input": ("flows", flows)}, W.exact_persistent_items(flows, **params), **persistent)
-
-    params = {"time": "time", "by": "key", "base": "4 seconds", "max_length": 16,
-              "max_duration": "20 minutes"}
-    run.add("remote shells", "widen_detect", params, {"input": ("calls", calls)},
-            W.widen_detect(calls, late=None, **params), split=W.split_detections,
-            reason="rejected")
-
-    # what threshold_frames gives when nothing holds, without running it again
-    run.add("no frames", "threshold_frames", {"time": "time", "when": "loss_rate > 5",
-                                              "by": "router"},
-            {"input": ("routers", routers)}, loss.result.limit(0))
+    run = ExampleRun({"routers": routers, "bgp": bgp, "flows": flows, "calls": calls})
+    for technique in TECHNIQUES:
+        if technique.report_example is not None:
+            technique.report_example(run)
     run.add("mystery", "not_a_windowkit_function", {"answer": 42},
             {"input": ("flows", flows)}, flows.limit(3))
-    run.add("broken", "widen_detect", {"time": "time"}, {"input": ("calls", calls)},
-            spark.range(2))
 
     keys = {"routers": "router", "bgp": "router", "calls": "key"}
     sources = [SourceRun(name, f"data/{name}.parquet", "parquet", rows=len(table),

@@ -23,8 +23,6 @@ from windowkit.report.collect import series, time_micros, top_key
 from windowkit.report.figures import as_datetime, png_of
 from windowkit.report.model import StepRun
 
-FUNCTIONS = ("threshold_frames", "boundary_frames", "delta_frames", "aggregate_frames",
-             "custom_frames")
 #: The most frames of one key drawn.
 MAX_FRAMES = 2000
 _COMPARISON = re.compile(r"^\s*`?([A-Za-z_][\w]*)`?\s*(>=|>|<=|<)\s*([-+]?[\d.]+(?:[eE][-+]?\d+)?)"

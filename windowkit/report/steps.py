@@ -1,38 +1,26 @@
 """Which section each windowkit function gets, and building it without failing the report.
 
-A function without a builder here gets its ``rows out`` alone. A builder that raises gives a
-section that says why; the other steps are reported all the same.
+Each function's section builder is named by its technique's descriptor (the ``report`` of its
+:class:`~windowkit.technique.StepFunction`, :mod:`windowkit.techniques`). A function without one
+gets its ``rows out`` alone. A builder that raises gives a section that says why; the other
+steps are reported all the same.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
+import inspect
 import logging
 from typing import Any
 
 from windowkit.report import section as sec
 from windowkit.report.model import RunSummary, StepRun
+from windowkit.techniques import step_functions
 
 LOG = logging.getLogger(__name__)
 
-#: function -> (module under windowkit.report, builder); imported when a step needs it.
-BUILDERS: dict[str, tuple[str, str]] = {
-    **{name: ("frames", "frames_section") for name in (
-        "threshold_frames", "boundary_frames", "delta_frames", "aggregate_frames",
-        "custom_frames")},
-    "fill_frames": ("fill", "fill_section"),
-    "multi_granular": ("multigranular", "multi_granular_section"),
-    "recurring_items": ("multigranular", "recurring_items_section"),
-    "windowed_count_min": ("countmin", "count_min_section"),
-    "heavy_hitters": ("countmin", "heavy_hitters_section"),
-    "persistent_items": ("persistent", "persistent_section"),
-    "exact_persistent_items": ("persistent", "persistent_section"),
-    "widen_detect": ("widening", "widening_section"),
-}
-#: Functions whose ``by`` is the key of their input's source when the step does not say.
-KEYED = frozenset(BUILDERS) - {"windowed_count_min", "heavy_hitters", "persistent_items",
-                               "exact_persistent_items"}
+#: function -> its declaration (its report section, which inputs give its time and key).
+FUNCTIONS = step_functions()
 
 
 def step_section(step: StepRun, summary: RunSummary | None = None) -> sec.Section:
@@ -47,20 +35,17 @@ def step_section(step: StepRun, summary: RunSummary | None = None) -> sec.Sectio
     ([('rows_out', 0)], 'no rows')
     """
     rows_out = sec.count("rows_out", "rows out", step.rows_out)
-    if step.function not in BUILDERS:
+    function = FUNCTIONS.get(step.function)
+    if function is None or function.report is None:
         empty = step.result is None or (not step.rows_out and step.result.isEmpty())
         note = "no rows" if empty else f"windowkit draws no figure for {step.function}"
         return sec.Section([rows_out], note=note)
-    module, name = BUILDERS[step.function]
     step = with_source_defaults(step, summary)
-    extra = {}
-    if step.function == "windowed_count_min":
-        extra["phi"] = downstream_phi(step, summary)
-    if step.function == "heavy_hitters" and summary is not None:
-        extra["upstream"] = next((s for s in summary.steps
-                                  if s.name == step.input_names.get("input")), None)
     try:
-        builder = getattr(importlib.import_module(f"windowkit.report.{module}"), name)
+        builder = function.report_builder()
+        # a section drawn with other steps of the run (Count-Min's) asks for the run
+        extra = {"summary": summary} if "summary" in inspect.signature(builder).parameters \
+            else {}
         section = builder(step, **extra)
     except Exception as exc:  # one step's figure must not lose the whole report
         LOG.warning("report: no summary of step %r (%s): %s", step.name, step.function, exc)
@@ -88,30 +73,15 @@ def with_source_defaults(step: StepRun, summary: RunSummary | None) -> StepRun:
     """
     if summary is None or step.inherited:
         return step
-    role = "data" if step.function == "fill_frames" else "input"
+    function = FUNCTIONS.get(step.function)
+    from_input = {} if function is None else function.from_input
+    role = from_input.get("time", ("input", "time"))[0]
     source = next((s for s in summary.sources if s.name == step.input_names.get(role)), None)
     if source is None:
         return step
     found: dict[str, Any] = {}
     if source.time and "time" not in step.params:
         found["time"] = source.time
-    if source.key and step.function in KEYED and "by" not in step.params:
+    if source.key and "by" in from_input and "by" not in step.params:
         found["by"] = source.key
     return dataclasses.replace(step, inherited=found) if found else step
-
-
-def downstream_phi(step: StepRun, summary: RunSummary | None) -> float | None:
-    """``phi`` of a ``heavy_hitters`` step reading ``step``'s snapshots, if there is one.
-
-    Examples
-    --------
-    >>> cm = StepRun("cm", "windowed_count_min", {}, {}, {}, None)
-    >>> hh = StepRun("hh", "heavy_hitters", {"phi": 0.05}, {}, {"input": "cm"}, None)
-    >>> downstream_phi(cm, RunSummary("t", "p", "local", "batch", steps=[cm, hh]))
-    0.05
-    """
-    for other in [] if summary is None else summary.steps:
-        if (other.function == "heavy_hitters" and other.input_names.get("input") == step.name
-                and "phi" in other.params):
-            return float(other.params["phi"])
-    return None

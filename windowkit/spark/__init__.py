@@ -13,36 +13,17 @@ import importlib
 from typing import Any
 
 from windowkit.spark.python_worker import install_zip_directory_cache
+from windowkit.techniques import spark_modules as _spark_modules
 
 # Spark's Python workers unpickle windowkit's functions, so they import this package before
 # their next task's cache invalidation: see windowkit.spark.python_worker.
 install_zip_directory_cache()
 
-_MODULE_OF = {
-    "estimate_frequency": "countmin",
-    "heavy_hitters": "countmin",
-    "merge_count_min": "countmin",
-    "multi_granular": "multigranular",
-    "recurring_items": "multigranular",
-    "split_reports": "multigranular",
-    "windowed_count_min": "countmin",
-    "split_rejected": "frames",
-    "aggregate_frames": "framings",
-    "boundary_frames": "framings",
-    "custom_frames": "framings",
-    "delta_frames": "framings",
-    "longest_frame": "framings",
-    "fill_frames": "fill",
-    "threshold_frames": "frames",
-    "exact_persistent_items": "persistent",
-    "persistent_items": "persistent",
-    "split_persistent": "persistent",
-    "windowkit_session": "session",
-    "check_time_outliers": "time_outliers",
-    "split_detections": "widening",
-    "split_filled": "fill",
-    "widen_detect": "widening",
-}
+#: Public functions that belong to no technique: the session, and the check of a time column.
+_SHARED = {"windowkit_session": "session", "check_time_outliers": "time_outliers"}
+#: Every public function -> its module under windowkit.spark (the techniques' from their
+#: descriptors, :mod:`windowkit.techniques`).
+_MODULE_OF = {**_spark_modules(), **_SHARED}
 
 __all__ = sorted(_MODULE_OF)
 

@@ -17,7 +17,6 @@ own, and :func:`outlier_check_of` says which calls need it and with which window
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from windowkit.core.durations import origin_micros, to_micros
 from windowkit.core.validation import check_in_range, check_int
 from windowkit.report.format import format_duration
 from windowkit.spark.event_time import EventTime, TimeUnit, event_time
+from windowkit.techniques import step_functions
 
 DEFAULT_QUANTILE = 0.999
 """The share of rows whose times the newest time is compared with."""
@@ -192,13 +192,6 @@ def check_time_outliers(
 
 #: The calls whose batch result ends at the newest row: function -> its module, and the
 #: parameters giving the window's number of slots and the slot.
-_LATEST_WINDOW = {
-    "windowed_count_min": ("countmin", "window", "tick"),
-    "persistent_items": ("persistent", "window_slots", "slot"),
-    "exact_persistent_items": ("persistent", "window_slots", "slot"),
-}
-
-
 def outlier_check_of(function: str, params: Mapping[str, Any]) -> dict[str, Any] | None:
     """The keyword arguments of :func:`check_time_outliers` for a call of the windowkit
     function ``function`` with keyword parameters ``params`` (the function's defaults fill
@@ -219,10 +212,11 @@ def outlier_check_of(function: str, params: Mapping[str, Any]) -> dict[str, Any]
     >>> outlier_check_of("threshold_frames", {"time": "ts", "when": "x > 1"}) is None
     True
     """
-    if function not in _LATEST_WINDOW:
+    declared = step_functions().get(function)
+    if declared is None or declared.latest_window is None:
         return None
-    module, count, length = _LATEST_WINDOW[function]
-    call = getattr(importlib.import_module(f"windowkit.spark.{module}"), function)
+    count, length = declared.latest_window
+    call = declared.callable()
     bound = inspect.signature(call).bind_partial(**params)
     bound.apply_defaults()
     args = bound.arguments

@@ -1,0 +1,66 @@
+"""Persistent items: which items keep coming back, however rarely (the sketch and the exact
+count, over fixed or sliding windows of slots)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from windowkit.technique import TIMED, StepFunction, Technique
+
+
+def persistent_check(exact: bool) -> Callable[[dict[str, Any]], None]:
+    """What persistent_items (``exact``: exact_persistent_items) refuses in its parameters,
+    before Spark starts.
+
+    Examples
+    --------
+    >>> persistent_check(exact=True)({"alpha": 2})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: `alpha` ...
+    """
+    def check(params: dict[str, Any]) -> None:
+        from windowkit.spark.persistent import _check
+
+        _check(params.get("slot", "30 seconds"), params.get("window_slots", 100),
+               params.get("alpha", 0.5), None if exact else params.get("epsilon", 0.1),
+               params.get("sliding", True))
+
+    return check
+
+
+def report_example(run: Any) -> None:
+    """Add the persistent-items steps of the report's example run: the sketch's persistent
+    sources, and the exact ones."""
+    import windowkit.spark as W
+
+    flows = run.tables["flows"]
+    persistent = {"split": W.split_persistent, "reason": "status"}
+    params = {"item": "source", "time": "time", "time_unit": "us", "slot": "30 seconds",
+              "window_slots": 10, "alpha": 0.5, "epsilon": 0.2}
+    run.add("persistent sources", "persistent_items", params, {"input": ("flows", flows)},
+            W.persistent_items(flows, late=None, **params), **persistent)
+    params = {k: v for k, v in params.items() if k != "epsilon"}
+    run.add("persistent sources, exact", "exact_persistent_items", params,
+            {"input": ("flows", flows)}, W.exact_persistent_items(flows, **params), **persistent)
+
+
+_STEP = {"module": "persistent", "split": "split_persistent", "reason": "status",
+         "from_input": TIMED, "columns": ("item", "time"),
+         "durations": {"slot": "time", "late": "time"}, "latest_window": ("window_slots", "slot"),
+         "report": "persistent:persistent_section"}
+
+TECHNIQUE = Technique(
+    name="persistent",
+    question="which items keep coming back, however rarely?",
+    core=("windowkit.core.persistence", "windowkit.core.persistence.operator"),
+    functions=(
+        StepFunction("persistent_items", check=persistent_check(exact=False), **_STEP),
+        StepFunction("exact_persistent_items", check=persistent_check(exact=True), **_STEP),
+    ),
+    helpers={"split_persistent": "persistent"},
+    cli=("windowkit.cli.persistent",),
+    report_example=report_example,
+    example_functions=("persistent_items", "exact_persistent_items"),
+)
