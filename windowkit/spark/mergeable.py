@@ -59,10 +59,11 @@ def merge_plan_of(factory: Callable[[], StreamOperator]) -> MergePlan | None:
     --------
     >>> from windowkit.core.sketches import SimpleWindowCM
     >>> from windowkit.core.sketches.operator import WindowedCountMinOperator
-    >>> merge_plan_of(lambda: WindowedCountMinOperator(SimpleWindowCM(5, unit="ticks"),
-    ...                                                 tick_micros=10)).span
+    >>> def simple(unit):
+    ...     return SimpleWindowCM(5, depth=1, width=8, unit=unit)
+    >>> merge_plan_of(lambda: WindowedCountMinOperator(simple("ticks"), tick_micros=10)).span
     5
-    >>> merge_plan_of(lambda: WindowedCountMinOperator(SimpleWindowCM(5))) is None
+    >>> merge_plan_of(lambda: WindowedCountMinOperator(simple("samples"))) is None
     True
     """
     operator = factory()

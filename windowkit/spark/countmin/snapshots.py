@@ -142,6 +142,7 @@ def windowed_count_min(
     >>> snaps = windowed_count_min(df, "item", "t", window=6, shards=2, algorithm="perfect")
     >>> snaps.orderBy("shard").select("shard", "n_seen", "time").collect()
     [Row(shard=0, n_seen=6, time=11), Row(shard=1, n_seen=6, time=11)]
+    >>> from windowkit.spark.countmin import estimate_frequency, merge_count_min
     >>> estimate_frequency(merge_count_min(snaps), df.select("item").distinct(), "item"
     ...                    ).orderBy("item").collect()
     [Row(item=0, estimate=2), Row(item=1, estimate=2), Row(item=2, estimate=2)]
