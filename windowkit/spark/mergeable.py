@@ -35,7 +35,14 @@ from pyspark.sql import types as T
 
 from windowkit.core.mergeable import MergeableOperator, MergePlan
 from windowkit.core.operator import KEY, TIME, StreamOperator
-from windowkit.spark.adapter import DETAIL_OUT, REJECTED, SHARD_OUT, OperatorJob, row_json
+from windowkit.spark.adapter import (
+    DETAIL_OUT,
+    REJECTED,
+    SHARD_OUT,
+    OperatorJob,
+    _arrow_schema,
+    row_json,
+)
 from windowkit.spark.event_time import event_time
 
 _BLOCK = "wk_block"
@@ -252,7 +259,7 @@ def _build_parts(factory: Callable[[], StreamOperator],
 def _finish_shards(factory: Callable[[], StreamOperator], sent: T.StructType,
                    batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Each shard's operator finishes its parts; its output rows, with the shard."""
-    arrow_schema = pa.schema([(f.name, _ARROW[type(f.dataType)]) for f in sent.fields])
+    arrow_schema = _arrow_schema(sent)
     for batch in batches:
         for row in batch.to_pylist():
             parts = [(p[_BLOCK], p[_PART], p[_LAST]) for p in row[_PARTS] or []]
@@ -262,6 +269,3 @@ def _finish_shards(factory: Callable[[], StreamOperator], sent: T.StructType,
                        for f in arrow_schema]
             yield pa.RecordBatch.from_arrays(columns, schema=arrow_schema)
 
-
-_ARROW = {T.LongType: pa.int64(), T.DoubleType: pa.float64(), T.BooleanType: pa.bool_(),
-          T.StringType: pa.string(), T.BinaryType: pa.binary(), T.IntegerType: pa.int32()}
