@@ -199,8 +199,11 @@ def run_merged(
     good = rows.filter(F.col(TIME).isNotNull())
     counts = good.groupBy(_SITE).agg(F.count(F.lit(1)).alias(_ROWS),
                                      F.max(TIME).alias(_LAST))
-    end = counts.agg(F.max(_LAST)).scalar()
-    end_block = counts.agg(F.max(block_of(_LAST, plan))).scalar()
+    # one subquery for both (Spark evaluates a subquery used twice once; two would each scan
+    # the input again)
+    last = counts.agg(F.max(_LAST).alias(_END)).select(
+        F.struct(_END, block_of(_END, plan).alias(_BLOCK)).alias("wk_end")).scalar()
+    end, end_block = last.getField(_END), last.getField(_BLOCK)
     # an overflow below the smallest long keeps every row, as a first block that early would
     first = F.coalesce(F.try_subtract(end_block, F.lit(plan.lag)), F.lit(_LONG_MIN))
     recent = good.filter(block_of(TIME, plan) >= first)
