@@ -5,14 +5,13 @@ epsilon = 0.001, delta = 1/16 (4 x 2719); windowed variants estimate the last N 
 items of the whole stream (one global window, whatever the shards); ``local[2]`` with 2 shards
 (= 2 DistCM sites, one per core) and the default snapshot cadence (one snapshot per shard at the
 end of the input; issue #16, point 7). Timed: the whole job from the Parquet file to the
-coordinator's merged sketch on the driver (``merge_count_min(windowed_count_min(...)).first()``;
-Splitter's includes the small job that finds the input's last position; Simple and Proportional
-count each site's rows in the JVM, then Spark's own ``count_min_sketch`` sketches the rows of
-the last one or two window blocks per (site, block) in the JVM (windowkit's Spark sketches hash
-with Spark's Count-Min family, so the matrices are the core's), with no shuffle of rows and no
-row reaching Python; the file is in time order, so the scan finds those rows by its row groups'
-statistics and skips the others: the "rows not in time order" row times the same job on the
-same rows shuffled, where no row group can be skipped).
+coordinator's merged sketch on the driver (``merge_count_min(windowed_count_min(...)).first()``,
+one lazy plan run by ``first()``; Splitter's input carries the input's last position, a scalar
+subquery; Simple and Proportional run in the adapter's mergeable mode: each site's rows are
+counted in the JVM, then Spark's own ``count_min_sketch`` sketches the rows of the last one or
+two window blocks per (site, block) in the JVM (windowkit's Spark sketches hash with Spark's
+Count-Min family, so the matrices are the core's), with no shuffle of rows and no row reaching
+Python; the "rows not in time order" row times the same job on the same rows shuffled).
 Two last rows time floors. "rows shuffled to sites": any path that keeps each site's rows in
 order (Splitter's) ships every row to its site's task (the same round robin routing, one task
 per site) and into Python, where they are only counted. "every row's site counted in the
@@ -27,7 +26,7 @@ does a little less work than a 2719-column sketch. The JVM keeps compiling hot c
 a warm-up run and the runs interleave. Median of ``--runs`` runs; target (issue #16):
 DistCM at least 0.5x Spark's rows/s.
 
-    .venv/bin/python bench/countmin_spark.py [--rows 10000000] [--runs 5]
+    .venv/bin/python bench/countmin_spark.py [--rows 10000000] [--runs 5] [--output DIR]
 """
 
 from __future__ import annotations
@@ -122,14 +121,15 @@ def time_sites_floor(spark, path: str) -> float:
     counting)."""
     from pyspark.sql import functions as F
 
-    from windowkit.spark.countmin import _POS, _prepare, _site_counts
+    from windowkit.spark.countmin import count_min_sites
 
     df = spark.read.parquet(path)
     start = time.perf_counter()
-    prepared, _, site = _prepare(df, "item", "t", None, SHARDS, "samples", None)
-    counts, _ = _site_counts(prepared, site, F.col(_POS), SHARDS)
+    sites = count_min_sites(df, "item", "t", shards=SHARDS)
+    counts = sites.groupBy("shard").agg(F.count(F.lit(1)).alias("n"),
+                                        F.max("position").alias("last")).collect()
     elapsed = time.perf_counter() - start
-    assert sum(counts.values()) == df.count()
+    assert sum(r["n"] for r in counts) == df.count()
     return elapsed
 
 
@@ -137,6 +137,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--output", type=Path, default=RESULTS,
+                        help="folder of countmin_spark.json (default: bench/results)")
     args = parser.parse_args()
 
     from windowkit.spark.session import windowkit_session
@@ -185,13 +187,13 @@ def main() -> None:
         rows.append({"job": name, "algorithm": algorithm, "snapshot_every": every,
                      "seconds": seconds[name], "median_s": med, "rows_per_s": rate,
                      "ratio_to_spark_cms": rate / peer})
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    args.output.mkdir(parents=True, exist_ok=True)
     out = {"rows": args.rows, "runs": args.runs, "epsilon": EPSILON, "delta": DELTA,
            "window": WINDOW, "shards": SHARDS, "master": "local[2]",
            "machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
            "load_average_1m_at_end": os.getloadavg()[0], "results": rows}
-    (RESULTS / "countmin_spark.json").write_text(json.dumps(out, indent=2))
-    print(f"wrote {RESULTS / 'countmin_spark.json'}")
+    (args.output / "countmin_spark.json").write_text(json.dumps(out, indent=2))
+    print(f"wrote {args.output / 'countmin_spark.json'}")
 
 
 if __name__ == "__main__":

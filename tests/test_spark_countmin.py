@@ -415,100 +415,20 @@ def test_a_site_whose_rows_all_left_the_window_still_sends_its_empty_window(spar
     assert CountMin.from_bytes(out.loc[out["shard"] == early, "sketch"].iloc[0]).counts.sum() == 0
 
 
-def test_merging_mergeable_snapshots_never_reads_the_input_again(spark, tmp_path):
-    # The mergeable path computes its snapshots when called and keeps only the malformed rows
-    # lazy: the coordinator, which keeps the snapshots, must not scan the input once more.
-    from windowkit.spark.countmin import merge_count_min, windowed_count_min
-
-    path = str(tmp_path / "in")
-    spark.createDataFrame([(i % 7, i) for i in range(500)] + [(None, 500)],
-                          "item long, t long").write.parquet(path)
-    snaps = windowed_count_min(spark.read.parquet(path), "item", "t", window=100, shards=2,
-                               algorithm="proportional", epsilon=0.05, delta=0.25)
-    assert snaps.filter("rejected = 'malformed'").count() == 1
-    merged = merge_count_min(snaps)
-    plan = merged._jdf.queryExecution().optimizedPlan().toString()
-    # a file source prints as "Relation [item#0L,t#1L] parquet"
-    assert "parquet" not in plan and "LocalRelation" in plan
-    assert merged.first()["n_seen"] == 500
-
-
 def test_many_sites_are_counted_by_a_group_by_and_still_equal_the_core(spark):
-    # Up to 64 sites, each site's rows are counted by conditional aggregates of one global
-    # aggregation; beyond, by a group by site. Both must give every site's core snapshot.
-    from windowkit.spark.countmin import _STATS_BY_CONDITION, count_min_sites, windowed_count_min
+    # Many sites (more than the input's partitions and the shuffle's) still give every site's
+    # core snapshot.
+    from windowkit.spark.countmin import count_min_sites, windowed_count_min
 
-    shards = _STATS_BY_CONDITION + 16
+    shards = 80
     pdf = pd.DataFrame({"item": zipf_items(3000, 60, seed=13),
                         "t": np.arange(3000, dtype=np.int64)})
     params = {"window": 400, "algorithm": "proportional", "epsilon": 0.05, "delta": 0.25}
     df = spark.createDataFrame(pdf).repartition(3)
     out = canonical(windowed_count_min(df, "item", "t", shards=shards, **params).toPandas())
     sites = count_min_sites(df, "item", "t", shards=shards).toPandas()
-    assert sites["shard"].nunique() > _STATS_BY_CONDITION
+    assert sites["shard"].nunique() > 64
     pd.testing.assert_frame_equal(out, core_snapshots(sites, **params))
-
-
-@pytest.mark.parametrize(("kind", "time_unit", "unit"), [
-    ("sequence", None, "samples"), ("timestamp", None, "ticks"), ("seconds", "s", "ticks"),
-    ("milliseconds", "ms", "ticks"), ("nanoseconds", "ns", "ticks")])
-def test_the_recent_rows_are_found_by_a_filter_the_parquet_scan_takes(spark, tmp_path, kind,
-                                                                       time_unit, unit):
-    # The mergeable path reads only the rows of the last window blocks; a predicate on the plain
-    # time column lets Parquet skip the row groups before them. It must keep exactly the rows
-    # whose step reaches the cutoff, and reach the scan as a pushed filter.
-    from windowkit.spark.countmin import _POS, _prepare, _pushable_lower_bound
-
-    rng = np.random.default_rng(3)
-    base = np.sort(rng.integers(0, 50_000, 400))
-    values = {"sequence": base, "seconds": base, "milliseconds": base * 997,
-              "nanoseconds": base * 999_983,
-              "timestamp": pd.to_datetime(T0 + base * 1_000_003, unit="us", utc=True
-                                          ).astype("datetime64[us, UTC]")}[kind]
-    path = str(tmp_path / "in")
-    pd.DataFrame({"item": base % 7, "t": values}).to_parquet(path, row_group_size=50)
-    df = spark.read.parquet(path)
-    prepared, _, _ = _prepare(df, "item", "t", None, 2, unit, time_unit)
-    steps = np.sort([r[0] for r in prepared.select(_POS).collect()])
-    bound = _pushable_lower_bound(df, "t", unit, time_unit)
-    for cutoff in (int(steps[0]), int(steps[123]), int(steps[123]) + 1, int(steps[-1]) + 1):
-        kept = prepared.filter(bound(cutoff))
-        got = sorted(r[0] for r in kept.select(_POS).collect())
-        assert got == [s for s in steps.tolist() if s >= cutoff]
-        scan = kept._jdf.queryExecution().executedPlan().toString()
-        assert "GreaterThanOrEqual(t," in scan  # in the scan's PushedFilters
-
-
-def test_local_snapshots_merge_on_the_driver_without_a_job_like_the_spark_merge(spark):
-    # Snapshots that are rows on the driver (the mergeable batch path) are merged there, with
-    # no Spark job; anywhere else the merge is a Spark aggregation. Both give the same row.
-    from windowkit.spark.countmin import merge_count_min, windowed_count_min
-
-    rng = np.random.default_rng(4)
-    pdf = pd.DataFrame({"item": zipf_items(2000, 40, seed=6),
-                        "ts": pd.to_datetime(T0 + 1000 * rng.integers(0, 600_000, 2000),
-                                             unit="us", utc=True)})
-    snaps = windowed_count_min(spark.createDataFrame(pdf), "item", "ts", window=60,
-                               unit="ticks", tick="1 second", algorithm="simple", shards=3,
-                               epsilon=0.05, delta=0.25)
-    sc = spark.sparkContext
-    sc.setJobGroup("wk-driver-merge", "merge of local snapshots")
-    try:
-        # the very DataFrame the call returned (its rows are known), then one derived from it
-        # that the optimizer still reduces to a local relation
-        local = merge_count_min(snaps).collect()
-        derived = merge_count_min(snaps.select("*")).collect()
-    finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)
-    assert list(sc.statusTracker().getJobIdsForGroup("wk-driver-merge")) == []
-    distributed = merge_count_min(snaps.repartition(2)).collect()
-    assert [tuple(r) for r in local] == [tuple(r) for r in distributed]
-    assert [tuple(r) for r in derived] == [tuple(r) for r in distributed]
-    assert local[0]["shards"] == 3 and local[0]["n_seen"] == 2000
-    times = [r["time"] for r in snaps.filter("rejected IS NULL").collect()]
-    # a site whose last row is in the input's last tick reports that row's own time
-    assert len(set(times)) > 1
-    assert local[0]["time"] == max(times)
 
 
 @pytest.mark.parametrize(("seed", "depth", "width"), [(0, 1, 1), (7, 4, 2719), (123456, 6, 97),
@@ -546,18 +466,20 @@ def test_simple_and_proportional_batch_sketches_never_send_rows_to_python(spark,
     # Their matrices come from Spark's count_min_sketch in the JVM; Perfect's rows still go
     # through Python. A failure in the Python path must not reach the JVM-sketched variants.
     import windowkit.spark.countmin as cm
+    import windowkit.spark.mergeable as mergeable
 
     def refuse(*args, **kwargs):
         msg = "rows sent to Python"
         raise AssertionError(msg)
 
-    monkeypatch.setattr(cm, "_python_site_sketches", refuse)
+    monkeypatch.setattr(mergeable, "_build_parts", refuse)
     df = spark.createDataFrame([(i % 5, i) for i in range(300)], "item long, t long")
     for algorithm in ("simple", "proportional"):
         snaps = cm.windowed_count_min(df, "item", "t", window=50, shards=2, algorithm=algorithm)
         assert cm.merge_count_min(snaps).first()["n_seen"] == 300
-    with pytest.raises(AssertionError, match="rows sent to Python"):
-        cm.windowed_count_min(df, "item", "t", window=50, shards=2, algorithm="perfect")
+    snaps = cm.windowed_count_min(df, "item", "t", window=50, shards=2, algorithm="perfect")
+    with pytest.raises(Exception, match="rows sent to Python"):
+        snaps.collect()
 
 
 @pytest.mark.parametrize("algorithm", ["simple", "proportional"])
@@ -575,3 +497,175 @@ def test_sketches_too_deep_for_sparks_confidence_are_made_in_python_alike(spark,
     assert CountMin.from_bytes(out["sketch"].iloc[0]).depth == 44
     sites = count_min_sites(df, "item", "t", shards=2).toPandas()
     pd.testing.assert_frame_equal(out, core_snapshots(sites, **params))
+
+
+def test_merging_snapshots_is_one_spark_aggregation_whatever_their_partitioning(spark):
+    # merge_count_min is a plain Spark aggregation: the same row for the snapshots as
+    # windowed_count_min returned them and for any repartitioning of them (the matrices are
+    # summed in shard order, so float sums do not depend on the order Spark collects them in).
+    from windowkit.spark.countmin import merge_count_min, windowed_count_min
+
+    rng = np.random.default_rng(4)
+    pdf = pd.DataFrame({"item": zipf_items(2000, 40, seed=6),
+                        "ts": pd.to_datetime(T0 + 1000 * rng.integers(0, 600_000, 2000),
+                                             unit="us", utc=True)})
+    snaps = windowed_count_min(spark.createDataFrame(pdf), "item", "ts", window=60,
+                               unit="ticks", tick="1 second", algorithm="proportional",
+                               shards=3, epsilon=0.05, delta=0.25).cache()
+    direct = merge_count_min(snaps).collect()
+    distributed = merge_count_min(snaps.repartition(3)).collect()
+    assert [tuple(r) for r in direct] == [tuple(r) for r in distributed]
+    assert direct[0]["shards"] == 3 and direct[0]["n_seen"] == 2000
+    times = [r["time"] for r in snaps.filter("rejected IS NULL").collect()]
+    # a site whose last row is in the input's last tick reports that row's own time
+    assert len(set(times)) > 1
+    assert direct[0]["time"] == max(times)
+    snaps.unpersist()
+
+
+def _jobs_run(spark, group: str, call) -> tuple[object, list[int]]:
+    """``call()`` and the ids of the Spark jobs it ran (classic sessions: the test's own
+    handle on the scheduler)."""
+    sc = spark.sparkContext
+    sc.setJobGroup(group, "must run no job")
+    try:
+        result = call()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    return result, list(sc.statusTracker().getJobIdsForGroup(group))
+
+
+@pytest.mark.parametrize(("algorithm", "time", "unit"), [
+    ("proportional", "t", "samples"), ("simple", None, "samples"), ("perfect", "ts", "ticks"),
+    ("splitter", "t", "samples"), ("proportional", "ts", "samples")])
+def test_count_min_functions_run_no_spark_job_until_the_users_action_issue35(
+        spark, tmp_path, algorithm, time, unit):
+    # windowed_count_min ran its sketches when called (and looked up the input's last step,
+    # each partition's rows, the last position): now every function only builds a plan. The
+    # input's files are deleted after the calls: the user's action is the first to read them.
+
+    from windowkit.spark.countmin import (
+        estimate_frequency,
+        heavy_hitters,
+        merge_count_min,
+        windowed_count_min,
+    )
+
+    path = str(tmp_path / "in")
+    pdf = pd.DataFrame({"item": zipf_items(3000, 30, seed=1), "t": np.arange(3000),
+                        "ts": pd.to_datetime(T0 + 1_000_000 * np.arange(3000), unit="us",
+                                             utc=True).astype("datetime64[us, UTC]")})
+    pdf.to_parquet(path, row_group_size=500)
+    df = spark.read.parquet(path)
+    params = {"window": 200, "algorithm": algorithm, "shards": 2, "epsilon": 0.05,
+              "delta": 0.25, "unit": unit, "tick": "1 second" if unit == "ticks" else None}
+
+    def build():
+        snaps = windowed_count_min(df, "item", time, **params)
+        merged = merge_count_min(snaps)
+        return (snaps, merged, estimate_frequency(merged, df, "item"),
+                heavy_hitters(snaps, df, 0.1), heavy_hitters(snaps, [1, 2], 0.1, latest=True))
+
+    built, jobs = _jobs_run(spark, f"wk-lazy-{algorithm}-{time}-{unit}", build)
+    assert jobs == []
+    heavy = built[4].collect()  # it runs when asked, on the input as it is then
+    assert {r["item"] for r in heavy} <= {1, 2} and len(heavy) >= 1
+    os.remove(path)
+    for frame in built[:4]:  # (a plan run once keeps its shuffle files: not built[4])
+        with pytest.raises(Exception, match="(?i)file|path"):
+            frame.collect()
+
+
+def test_no_module_level_cache_couples_the_count_min_functions_issue35():
+    # A WeakKeyDictionary keyed by the returned DataFrame let merge_count_min sum the rows
+    # windowed_count_min had computed; each function now stands on its own plan.
+    import importlib
+    import pkgutil
+    import weakref
+
+    import windowkit.spark.countmin as package
+
+    names = [package.__name__] + [f"{package.__name__}.{m.name}"
+                                  for m in pkgutil.iter_modules(package.__path__)]
+    assert len(names) > 4  # one module per concept
+    for name in names:
+        module = importlib.import_module(name)
+        caches = [k for k, v in vars(module).items()
+                  if isinstance(v, weakref.WeakKeyDictionary | weakref.WeakValueDictionary)]
+        assert caches == [], name
+
+
+def _driver_replay(snaps: pd.DataFrame, keys: np.ndarray, phi: float) -> pd.DataFrame:
+    """Every coordinator view, replayed on the driver in (time, shard, seq) order."""
+    from windowkit.core.sketches.count_min import estimate_counts
+
+    snaps = snaps.sort_values(["time", "shard", "seq"], kind="stable").reset_index(drop=True)
+    current, rows = {}, []
+    for view, r in enumerate(snaps.itertuples(index=False)):
+        cm = CountMin.from_bytes(bytes(r.sketch))
+        current[r.shard] = np.asarray(cm.counts, dtype=np.float64)
+        total = np.sum(list(current.values()), axis=0)
+        window_count = float(total.sum(axis=1).mean())
+        est = estimate_counts(total, cm.config.columns(keys))
+        for k, e in zip(keys.tolist(), est.tolist(), strict=True):
+            if e >= phi * window_count and e > 0:
+                rows.append((view, int(r.time), int(r.shard), k, e, window_count,
+                             phi * window_count))
+    return pd.DataFrame(rows, columns=["view", "time", "shard", "item_key", "estimate",
+                                       "window_count", "threshold"])
+
+
+def test_heavy_hitters_replay_ranges_of_views_in_parallel_like_one_replay_issue35(
+        spark, batch_run, stream):
+    # All snapshots went to one Python group; the views are now replayed in ranges, each group
+    # starting from the latest snapshot of every shard before its range, with the very rows of
+    # one replay of all views.
+    from pyspark.sql import functions as F
+
+    from windowkit.spark.countmin import heavy_hitters
+    from windowkit.spark.countmin.queries import RANGE_VIEWS, replay_groups
+
+    snaps, sites = batch_run
+    n_snaps = snaps.count()
+    keys = spark.createDataFrame([([1, 2],)], "wk_keys array<long>")
+    groups, _ = replay_groups(snaps, keys)
+    sizes = groups.filter("wk_role = 1").groupBy("wk_range").count().toPandas()
+    assert len(sizes) == -(-n_snaps // RANGE_VIEWS) > 1
+    assert sizes["count"].max() <= RANGE_VIEWS and sizes["count"].sum() == n_snaps
+    starts = groups.filter("wk_role = 0").groupBy("wk_range").agg(
+        F.countDistinct("shard").alias("n")).toPandas()
+    assert (starts["n"] == SHARDS).all() and len(starts) == len(sizes) - 1
+
+    phi = 0.05
+    got = heavy_hitters(snaps, spark.createDataFrame(stream[["item"]]), phi).toPandas()
+    item_keys = sites.drop_duplicates("item").set_index("item")["item_key"]
+    expected = _driver_replay(snaps.filter("rejected IS NULL").toPandas(),
+                              item_keys.to_numpy(np.int64), phi)
+    got["item_key"] = item_keys.loc[got["item"]].to_numpy()
+    order = ["view", "item_key"]
+    got = got[expected.columns].sort_values(order).reset_index(drop=True)
+    expected = expected.sort_values(order).reset_index(drop=True)
+    assert len(expected) > n_snaps
+    pd.testing.assert_frame_equal(got, expected, check_dtype=False)
+
+
+def test_estimates_from_a_sketch_dataframe_are_made_in_the_jvm_like_the_core(spark):
+    # A merged sketch given as a DataFrame is not collected: the JVM hashes every item with
+    # Spark's Count-Min family in long arithmetic. Same estimates as the core's, for any key.
+    from windowkit.spark.countmin import estimate_frequency, merge_count_min, windowed_count_min
+
+    rng = np.random.default_rng(21)
+    values = np.concatenate([rng.integers(-(2**63), 2**63 - 1, 400, dtype=np.int64),
+                             [0, -1, 2**63 - 1, -(2**63)], rng.integers(0, 40, 600)])
+    df = spark.createDataFrame(pd.DataFrame({"item": values}))
+    merged = merge_count_min(windowed_count_min(df, "item", window=500, shards=3,
+                                                algorithm="proportional", epsilon=0.01))
+    blob = merged.first()["sketch"]
+    queries = spark.createDataFrame(pd.DataFrame({"item": np.concatenate([values, [7, 8]])}))
+    from_frame = estimate_frequency(merged, queries, "item", "e").toPandas()
+    from_bytes = estimate_frequency(blob, queries, "item", "e").toPandas()
+    assert from_frame["e"].tolist() == from_bytes["e"].tolist()
+    assert from_frame["e"].sum() > 0
+    two = merged.unionByName(merged)
+    with pytest.raises(Exception, match="exactly one sketch row; got 2"):
+        estimate_frequency(two, queries, "item").collect()

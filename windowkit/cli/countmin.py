@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
               "delta": args.delta, "by": args.by, "shards": args.shards,
               "snapshot_every": args.snapshot_every, "seed": args.seed,
               "late": args.late if streaming else None, "time_unit": args.time_unit}
-    # before the sketch: on a batch, the mergeable variants sketch when called
+    # warned before the sketching job, which the first write below runs
     warn_time_outliers(df, "windowed_count_min", params, quiet=args.quiet,
                        tolerance=args.time_tolerance)
     snaps = windowed_count_min(df, **params)

@@ -9,6 +9,9 @@ watermark and counts late rows.
 
 * Batch DataFrames: ``repartition`` + ``mapInArrow`` (no JVM sort or grouping); each task
   feeds its shards' rows to their runners as one batch, then ``finish()`` (the input has ended).
+* Batch DataFrames whose operator declares that its state is a sum of parts (a merge plan,
+  :mod:`windowkit.core.mergeable`): the mergeable mode of :mod:`windowkit.spark.mergeable`,
+  parts built where the rows are read, merged per shard by Spark, then finished.
 * Streaming DataFrames: each task packs its rows into one Arrow IPC blob per shard where it
   reads them, then ``groupBy(shard).transformWithStateInPandas`` in event-time mode; the
   runner's bytes live in one ValueState per shard and one event-time timer per shard fires when
@@ -262,6 +265,16 @@ def run_operator(
     if shards is None:
         shards = default_shards(df)
     shards = check_int("shards", shards, 1)
+    if not df.isStreaming:
+        # an operator that declares a merge plan runs in the mergeable mode (a module beside
+        # this one, which imports it)
+        from windowkit.spark.mergeable import run_if_mergeable
+
+        merged = run_if_mergeable(df, job, time=time, time_unit=time_unit, key=key,
+                                  shards=shards, shard=shard, project=project,
+                                  times_like=times_like)
+        if merged is not None:
+            return merged
     key_col = F.lit("") if key is None else (F.col(key) if isinstance(key, str) else key)
     explicit_shard = shard is not None
     route = job.declared.route

@@ -84,6 +84,7 @@ TECHNIQUE = Technique(
         StepFunction("merge_count_min", "countmin", roles=(("snapshots", "input"),),
                      batch_only=True, input_from=_SNAPSHOTS),
     ),
+    helpers={"latest_snapshots": "countmin"},
     cli=("windowkit.cli.countmin",),
     report_example=report_example,
     example_functions=("windowed_count_min", "heavy_hitters"),

@@ -22,12 +22,14 @@ window. The Spark layer runs count-based windows this way too, as ticks of one p
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import copy
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from windowkit.core.mergeable import MergeableOperator, MergePlan, Part
 from windowkit.core.operator import StreamOperator
 from windowkit.core.registry import register
 from windowkit.core.serialization import pack_state, state_decoder, unpack_state
@@ -39,6 +41,7 @@ from windowkit.core.sketches import (
     SplitterWindowCM,
 )
 from windowkit.core.sketches._window import WindowedCountMin
+from windowkit.core.sketches.spark_format import spark_count_min_counts
 from windowkit.core.validation import check_int
 
 _SKETCHES: dict[str, type[WindowedCountMin]] = {
@@ -48,6 +51,12 @@ _SKETCHES: dict[str, type[WindowedCountMin]] = {
 
 ITEM = "item"
 """Name of the input column holding the items (int64 hashes or strings)."""
+END = "end_time"
+"""Optional input column: the time (µs) the input ends at, the same on every row (for an engine
+that learns the input's last time with the rows rather than when it builds the operator)."""
+#: Spark's count_min_sketch takes a confidence ``1 - 2**-depth``, below 1 in a double only up
+#: to about 50 rows.
+JVM_MAX_DEPTH = 40
 
 DEFAULT_EPSILON = 0.01
 """The default relative error of the API and the CLI (``ceil(e / 0.01) = 272`` columns)."""
@@ -56,7 +65,7 @@ DEFAULT_DELTA = 0.25
 
 
 @register()
-class WindowedCountMinOperator(StreamOperator):
+class WindowedCountMinOperator(StreamOperator, MergeableOperator):
     """Feed ``(time, item)`` rows to a windowed Count-Min and emit periodic snapshots.
 
     Parameters
@@ -74,6 +83,13 @@ class WindowedCountMinOperator(StreamOperator):
         Time-based sketches: the time (µs) the input ends at (e.g. the largest time of all
         shards); :meth:`finish` moves the clock to its tick first, so that every shard's
         window ends at the same tick.
+
+    On a bounded input with the default cadence, the time-based Perfect, Simple and
+    Proportional sketches are sums of parts (:meth:`merge_plan`): Perfect's state is the rows
+    of the last ``N`` ticks, Simple's the counts of the last block of ``N`` ticks,
+    Proportional's those of the last two blocks. Simple's and Proportional's block parts are
+    Count-Min matrices that Spark's ``count_min_sketch`` aggregate builds cell for cell alike
+    when the sketch hashes with Spark's family (``hashing="spark"``).
 
     Output columns: ``seq`` (snapshot number), ``n_seen`` (samples consumed), ``time`` (time of
     the last consumed sample), ``sketch`` (:meth:`CountMin.to_bytes` of the current cell
@@ -163,7 +179,11 @@ class WindowedCountMinOperator(StreamOperator):
         return True
 
     def process(self, batch: pd.DataFrame) -> pd.DataFrame:
-        """Consume rows sorted by ``time``; return the periodic snapshots due within them."""
+        """Consume rows sorted by ``time``; return the periodic snapshots due within them.
+
+        An :data:`END` column, if present, sets ``end_time``."""
+        if END in batch and len(batch):
+            self.end_time = int(batch[END].max())
         times = batch["time"].to_numpy().astype(np.int64, copy=False)
         items = batch[ITEM].to_numpy()
         every = self.snapshot_every
@@ -201,6 +221,85 @@ class WindowedCountMinOperator(StreamOperator):
         if self.end_time is not None:
             self._move_clock(self.end_time)
         return self._frame([self._snapshot()])
+
+    def merge_plan(self) -> MergePlan | None:
+        """Perfect's, Simple's and Proportional's time-based state with the default cadence
+        is a sum of parts; Splitter's sub-cells and periodic snapshots depend on row order.
+
+        Examples
+        --------
+        >>> op = WindowedCountMinOperator(SimpleWindowCM(10, depth=1, width=8, unit="ticks",
+        ...                                              hashing="spark"), tick_micros=1000)
+        >>> plan = op.merge_plan()
+        >>> plan.tick, plan.span, plan.lag, plan.aggregate[:2]
+        (1000, 10, 0, ('count_min_sketch', 'item'))
+        """
+        if self.snapshot_every is not None or self.tick_micros is None:
+            return None
+        window = self.sketch.config.window
+        if isinstance(self.sketch, PerfectWindowCM):
+            return MergePlan(self.tick_micros, 1, window - 1)
+        if isinstance(self.sketch, (SimpleWindowCM, ProportionalWindowCM)):
+            lag = 1 if isinstance(self.sketch, ProportionalWindowCM) else 0
+            return MergePlan(self.tick_micros, window, lag, self._block_aggregate())
+        return None
+
+    def _block_aggregate(self) -> tuple[str, str, tuple[float | int, ...]] | None:
+        """Spark's ``count_min_sketch`` arguments that build this sketch's block matrix."""
+        config = self.sketch.config
+        if config.hashing != "spark" or config.depth > JVM_MAX_DEPTH:
+            return None
+        # Spark sizes its sketch ceil(2 / eps) x ceil(log2(1 / (1 - confidence))): aim at the
+        # middle of the interval that gives this sketch's shape
+        eps = 2 / (config.width - 0.5)
+        confidence = 1 - 2.0 ** -(config.depth - 0.5)
+        return ("count_min_sketch", ITEM, (eps, confidence, config.seed))
+
+    def part(self, batch: pd.DataFrame) -> bytes:
+        """The sketch bytes of ``batch``'s ``time`` and ``item`` rows (any order); the
+        operator itself is unchanged."""
+        times = batch["time"].to_numpy().astype(np.int64, copy=False)
+        items = batch[ITEM].to_numpy()
+        if np.any(times[1:] < times[:-1]):  # input read in time order needs no sort
+            order = np.argsort(times, kind="stable")
+            times, items = times[order], items[order]
+        sketch = copy.deepcopy(self.sketch)
+        sketch.update(items, ticks=times // self.tick_micros)
+        return sketch.to_bytes()
+
+    def finish_parts(self, parts: Sequence[Part], rows: int, end: int) -> pd.DataFrame:
+        """The final snapshot from one shard's parts (block matrices built by Spark's
+        ``count_min_sketch``, or :meth:`part` sketches), its row count, and the input's last
+        time; a shard with no part (all its rows before the last blocks) sends its window
+        moved to ``end``, empty.
+
+        Examples
+        --------
+        >>> op = WindowedCountMinOperator(PerfectWindowCM(10, depth=1, width=8, unit="ticks"),
+        ...                               tick_micros=1)
+        >>> a = op.part(pd.DataFrame({"time": [3, 1], "item": [7, 7]}))
+        >>> b = op.part(pd.DataFrame({"time": [2], "item": [5]}))
+        >>> out = op.finish_parts([(None, a, 3), (None, b, 2)], rows=3, end=4)
+        >>> out[["n_seen", "time"]].values.tolist()
+        [[3, 4]]
+        >>> merge_snapshots(out["sketch"]).estimate([7, 5]).tolist()
+        [2, 1]
+        """
+        self.n_seen, self.last_time = int(rows), int(end)
+        if parts:
+            self.last_time = max(int(last) for _, _, last in parts)
+            config = self.sketch.config
+            blocks = {int(block): spark_count_min_counts(bytes(blob), config)
+                      for block, blob, _ in parts if block is not None}
+            if blocks:
+                self.sketch.load_blocks(self.last_time // self.tick_micros, blocks, self.n_seen)
+            sketch_type = type(self.sketch)
+            for block, blob, _ in parts:
+                if block is None:  # clocks move to the latest part's
+                    self.sketch.merge(sketch_type.from_bytes(bytes(blob)))
+        self.sketch.n_samples = self.n_seen
+        self.end_time = int(end)
+        return self.finish()
 
     def _frame(self, rows: list[dict[str, Any]]) -> pd.DataFrame:
         if not rows:

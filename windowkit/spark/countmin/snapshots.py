@@ -1,0 +1,198 @@
+"""The snapshot stream: :func:`windowed_count_min` runs one windowed sketch per DistCM site.
+
+Every row goes to one of ``shards`` sites (:mod:`windowkit.spark.countmin.sites`); each site is
+one shard of the generic adapter (:func:`windowkit.spark.adapter.run_operator`) running the
+core operator of :func:`~windowkit.spark.countmin.operator.make_operator`, and sends its count
+matrix as snapshots: ``shard, seq, n_seen, time, sketch``.
+
+On a batch DataFrame with the default cadence, the operators of Perfect, Simple and
+Proportional declare that their state is a sum of parts, and the adapter runs them in its
+mergeable mode (:mod:`windowkit.spark.mergeable`): the rows of the last window blocks are
+sketched where they are read (Simple's and Proportional's block matrices by Spark's own
+``count_min_sketch`` in the JVM, Perfect's in Python), and the parts merged per site; no row
+is shuffled. Splitter's sub-cells are not a sum of parts: its sites see their rows in order.
+
+Every shard's clock is moved to the same last step before its final snapshot (the input's last
+step on a batch DataFrame, found by a scalar subquery of the same plan; the watermark on a
+stream), so every shard's window is the global steps ``(P - N, P]`` and, Count-Min being
+linear, the sum of the shards' matrices is the matrix of the global window.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Literal
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from windowkit.core.sketches.operator import (
+    DEFAULT_DELTA,
+    DEFAULT_EPSILON,
+    END,
+    ITEM,
+)
+from windowkit.core.validation import check_int
+from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, run_operator
+from windowkit.spark.countmin.operator import Algorithm, make_operator
+from windowkit.spark.countmin.sites import (
+    _POS,
+    DEFAULT_SHARDS,
+    POSITION_MICROS,
+    SHARD,
+    _prepare,
+)
+from windowkit.spark.event_time import TimeUnit, event_time
+
+SNAPSHOT_COLUMNS = ["shard", "seq", "n_seen", "time", "sketch"]
+
+
+def windowed_count_min(
+    df: DataFrame,
+    item: str | Column,
+    time: str | Column | None = None,
+    *,
+    window: int,
+    unit: Literal["samples", "ticks"] = "samples",
+    tick: str | int | None = None,
+    algorithm: Algorithm = "splitter",
+    epsilon: float = DEFAULT_EPSILON,
+    delta: float = DEFAULT_DELTA,
+    by: str | Column | None = None,
+    shards: int | None = None,
+    snapshot_every: int | None = None,
+    late: str | None = "1 minute",
+    seed: int = 0,
+    tau: float | None = None,
+    mu: float | None = None,
+    time_unit: TimeUnit | None = None,
+) -> DataFrame:
+    """Windowed Count-Min over the last ``window`` items (or ticks), kept by DistCM sites.
+
+    The rows are spread over ``shards`` sites; each keeps a windowed sketch of its rows over
+    the *global* steps and sends its count matrix as a snapshot; :func:`merge_count_min` sums
+    the latest snapshot of every site into the sketch of the whole stream's window (see the
+    module docstring: the window is the one given, whatever ``shards`` and ``by``).
+
+    Parameters
+    ----------
+    df : DataFrame
+        Batch or streaming input.
+    item : str or Column
+        The items (hashed in the JVM, see :func:`item_key`). Null items are not counted: they
+        come out with ``rejected = "malformed"``.
+    time : str or Column, optional
+        ``unit="samples"``: the order of the items: an integer sequence number (without
+        ``time_unit``; the window is the positions ``(P - N, P]`` below the largest one ``P``,
+        i.e. the last ``N`` items when the numbers are consecutive), or an event time
+        (timestamp, timestamp string, or integer with ``time_unit``; batch only: rows are
+        ranked by it in one partition); without it (batch only), the input's order.
+        ``unit="ticks"``: the event time (required), ticks are ``time // tick``.
+    window : int
+        ``N``, the window in samples (``unit="samples"``) or ticks (``unit="ticks"``).
+    unit : {"samples", "ticks"}
+        Count-based or time-based window.
+    tick : str or int, optional
+        Tick length for ``unit="ticks"``: ``"1 second"``, ``"1 day"``, or microseconds.
+    algorithm : {"splitter", "proportional", "simple", "perfect"}
+        The windowed variant (``"perfect"`` stores the window: O(N) memory per site).
+    epsilon, delta : float
+        In (0, 1): ``ceil(e / epsilon)`` columns and ``ceil(log2(1 / delta))`` rows
+        (defaults 0.01 and 0.25, the CLI's too).
+    by : str or Column, optional
+        Site id column (the paper's nodes): rows are routed to ``pmod(xxhash64(by), shards)``.
+        It decides where rows are sketched, not the window.
+    shards : int, optional
+        Number of sites ``k`` (default :data:`DEFAULT_SHARDS`); each runs in its own Spark
+        group. Keep it fixed for the life of a streaming checkpoint.
+    snapshot_every : int, optional
+        Also snapshot every this many samples per site (the paper's DistCM period is
+        ``ceil(epsilon * N)``); default: one snapshot per site at the end of the input, or per
+        micro-batch on a stream.
+    late : str, optional
+        Streaming only: watermark delay (for a sequence number, one millisecond per position:
+        ``"10 seconds"`` is 10,000 positions); rows behind the watermark come out with
+        ``rejected = "late"`` and are not counted.
+    seed : int
+        Hash seed of the sketches, in ``[0, 2**31 - 1]`` (Spark's Count-Min family takes an
+        ``int``; sketches merge only with equal seeds).
+    tau, mu : float, optional
+        Splitter's parameters (paper defaults 0.05 and 1.5).
+    time_unit : {"s", "ms", "us", "ns"}, optional
+        The unit of an integer event-time column (required with ``unit="ticks"``).
+
+    Returns
+    -------
+    DataFrame
+        ``shard`` (int), ``seq``, ``n_seen`` (samples consumed by the shard), ``time`` (the
+        window's last step: for ``unit="samples"`` a position, ``long``; for ticks a time in
+        the input's kind), ``sketch`` (a :class:`CountMin` as bytes), ``rejected`` and
+        ``detail`` (null, or ``"malformed"``/``"late"`` and the row as JSON; a rejected row's
+        other columns are null except ``shard``, the site it was routed to). Lazy, like any
+        DataFrame: no Spark job runs until an action on it.
+
+    Raises
+    ------
+    ValueError
+        On a bad parameter, naming it (before any Spark job runs).
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(i % 3, i) for i in range(12)], "item int, t long")
+    >>> snaps = windowed_count_min(df, "item", "t", window=6, shards=2, algorithm="perfect")
+    >>> snaps.orderBy("shard").select("shard", "n_seen", "time").collect()
+    [Row(shard=0, n_seen=6, time=11), Row(shard=1, n_seen=6, time=11)]
+    >>> from windowkit.spark.countmin import estimate_frequency, merge_count_min
+    >>> estimate_frequency(merge_count_min(snaps), df.select("item").distinct(), "item"
+    ...                    ).orderBy("item").collect()
+    [Row(item=0, estimate=2), Row(item=1, estimate=2), Row(item=2, estimate=2)]
+    """
+    params = {"unit": unit, "tick": tick, "algorithm": algorithm, "epsilon": epsilon,
+              "delta": delta, "snapshot_every": snapshot_every, "seed": seed, "tau": tau,
+              "mu": mu}
+    template = make_operator(window, **params)  # validates before any Spark job runs
+    shards = check_int("shards", DEFAULT_SHARDS if shards is None else shards, 1)
+    prepared, key, site = _prepare(df, item, time, by, shards, unit, time_unit)
+    item_col = F.col(item) if isinstance(item, str) else item
+    step = F.when(item_col.isNotNull(), F.col(_POS))
+    inputs = {ITEM: key}
+    if not df.isStreaming and template.merge_plan() is None:
+        # every site's last window ends at the input's last step, not at its own last row;
+        # a mergeable operator's mode finds that step itself, the others get it with the rows
+        inputs[END] = prepared.agg(F.max(step)).scalar()
+    # The site is the adapter's shard: each Spark group runs exactly one site's operator.
+    job = OperatorJob(factory=functools.partial(make_operator, window, **params),
+                      inputs=inputs)
+    out = run_operator(prepared, job, time=step, key=None, shards=shards, late=late,
+                       shard=site, time_unit="us")
+    return out.select(*_snapshot_columns(df, time, unit, time_unit))
+
+
+def _snapshot_columns(df: DataFrame, time: str | Column | None, unit: str,
+                      time_unit: str | None) -> list[str | Column]:
+    """The snapshot stream's columns, its ``time`` (the operators' µs step) back in the
+    input's kind: its time for ``unit="ticks"``, a position for ``unit="samples"``."""
+    if unit == "ticks":
+        restored = event_time(df, time, time_unit).restore(F.col("time"))
+    else:  # integer arithmetic: a double loses positions beyond 2**53 / 1000
+        p = POSITION_MICROS
+        restored = F.expr(f"(time - pmod(time, {p})) div {p}")
+    return [SHARD, "seq", "n_seen", restored.alias("time"), "sketch", REJECTED, DETAIL_OUT]
+
+
+def latest_snapshots(snapshots: DataFrame) -> DataFrame:
+    """The latest snapshot (highest ``seq``) of every shard; rejected rows are dropped.
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(i, i) for i in range(10)], "item long, t long")
+    >>> snaps = windowed_count_min(df, "item", "t", window=5, shards=1, snapshot_every=3)
+    >>> latest_snapshots(snaps).select("shard", "seq", "n_seen").collect()
+    [Row(shard=0, seq=3, n_seen=10)]
+    """
+    if REJECTED in snapshots.columns:
+        snapshots = snapshots.filter(F.col(REJECTED).isNull())
+    newest = F.max_by(F.struct(*SNAPSHOT_COLUMNS), F.col("seq")).alias("s")
+    return snapshots.groupBy(SHARD).agg(newest).select("s.*")
+
+

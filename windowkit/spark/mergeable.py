@@ -1,0 +1,276 @@
+"""The adapter's mergeable mode: an operator whose bounded-input state is a sum of parts.
+
+An operator that declares a :class:`~windowkit.core.mergeable.MergePlan` (see
+:mod:`windowkit.core.mergeable`) runs on a batch DataFrame without a shuffle of rows or a sort,
+as one lazy Spark plan:
+
+1. every shard's rows are counted, and the input's last time found, in the JVM (a grouped
+   aggregation of the time column; the last time is a scalar subquery of it);
+2. only the rows of the plan's last blocks are kept (a filter on that subquery) and turned
+   into parts where they are read: by the SQL aggregate the plan names, per (shard, block), in
+   the JVM; else by the operator's :meth:`~windowkit.core.mergeable.MergeableOperator.part`,
+   per (input partition, shard), in Python;
+3. Spark collects each shard's parts beside its count, and one operator per shard finishes
+   them (:meth:`~windowkit.core.mergeable.MergeableOperator.finish_parts`) in Python.
+
+Rows travel only as far as the JVM's aggregation; parts and counts are all that move. Rows
+with no time or no key come out as ``rejected = "malformed"`` with the row as JSON, as in
+the adapter's other modes.
+
+Spark does not push a filter on a scalar subquery into a Parquet scan (its pushed filters
+must be literals), so the scan reads the row groups before the last blocks too; they are
+filtered in the JVM before any part is built.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from windowkit.core.mergeable import MergeableOperator, MergePlan
+from windowkit.core.operator import KEY, TIME, StreamOperator
+from windowkit.spark.adapter import (
+    DETAIL_OUT,
+    REJECTED,
+    SHARD_OUT,
+    OperatorJob,
+    _arrow_schema,
+    row_json,
+)
+from windowkit.spark.event_time import EventTime, event_time
+
+_BLOCK = "wk_block"
+_PART = "wk_part"
+_LAST = "wk_last"
+_ROWS = "wk_rows"
+_END = "wk_end"
+_PARTS = "wk_parts"
+_SITE = "wk_site"
+_LONG_MIN = -(2**63)
+_PART_SCHEMA = T.StructType([T.StructField(_SITE, T.IntegerType()),
+                             T.StructField(_BLOCK, T.LongType()),
+                             T.StructField(_PART, T.BinaryType()),
+                             T.StructField(_LAST, T.LongType())])
+
+
+def merge_plan_of(factory: Callable[[], StreamOperator]) -> MergePlan | None:
+    """The plan of the operators ``factory`` builds, None if they do not merge.
+
+    Examples
+    --------
+    >>> from windowkit.core.sketches import SimpleWindowCM
+    >>> from windowkit.core.sketches.operator import WindowedCountMinOperator
+    >>> def simple(unit):
+    ...     return SimpleWindowCM(5, depth=1, width=8, unit=unit)
+    >>> merge_plan_of(lambda: WindowedCountMinOperator(simple("ticks"), tick_micros=10)).span
+    5
+    >>> merge_plan_of(lambda: WindowedCountMinOperator(simple("samples"))) is None
+    True
+    """
+    operator = factory()
+    return operator.merge_plan() if isinstance(operator, MergeableOperator) else None
+
+
+def floor_div(column: str, divisor: int) -> str:
+    """SQL for ``floor(column / divisor)`` in exact long arithmetic (``div`` truncates).
+
+    Examples
+    --------
+    >>> spark.sql(f"SELECT {floor_div('x', 3)} FROM VALUES (-4), (4) AS t(x)").collect()
+    [Row(...=-2), Row(...=1)]
+    """
+    return (f"(({column}) div {divisor}) - "
+            f"IF(({column}) < 0 AND ({column}) % {divisor} != 0, 1, 0)")
+
+
+def block_of(column: str, plan: MergePlan) -> Column:
+    """The plan's block of a µs time column (by name).
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(-1,), (25_000,)], "t long")
+    >>> df.select(block_of("t", MergePlan(1000, 10, 0)).alias("b")).collect()
+    [Row(b=-1), Row(b=2)]
+    """
+    return F.expr(floor_div(floor_div(column, plan.tick), plan.span))
+
+
+def run_if_mergeable(
+    df: DataFrame,
+    job: OperatorJob,
+    *,
+    time: str | Column,
+    time_unit: str | None,
+    key: str | Column | None,
+    shards: int,
+    shard: Column | None,
+    project: Callable[[dict[str, Column | str]], list[Column | str]] | None,
+    times_like: EventTime | None = None,
+) -> DataFrame | None:
+    """:func:`~windowkit.spark.adapter.run_operator` of a batch job whose operator declares
+    a merge plan, in this mode; None if it declares none (the adapter then runs it as any
+    other). The arguments are :func:`~windowkit.spark.adapter.run_operator`'s.
+    """
+    declared = job.declared
+    plan = declared.merge_plan() if isinstance(declared, MergeableOperator) else None
+    if plan is None:
+        return None
+    if shard is None:
+        text = F.lit("") if key is None else (F.col(key) if isinstance(key, str) else key)
+        shard = F.pmod(F.hash(text.cast("string")), F.lit(shards))
+    schema = job.spark_schema()
+    out = run_merged(df, job.factory, plan, schema, job.inputs, time=time,
+                     time_unit=time_unit, key=key, shard=shard,
+                     original=job.detail if job.detail is not None else row_json(df),
+                     valid=job.valid)
+    clock = times_like or event_time(df, time, time_unit)
+    restored = {name for name, kind in job.schema if kind == "timestamp"}
+    columns: dict[str, Column | str] = {
+        f.name: clock.restore(F.col(f.name)) if f.name in restored else f.name
+        for f in schema.fields}
+    if project is None:
+        return out.select(*[column if isinstance(column, str) else column.alias(name)
+                            for name, column in columns.items()])
+    return out.select(*project(columns))
+
+
+def run_merged(
+    df: DataFrame,
+    factory: Callable[[], StreamOperator],
+    plan: MergePlan,
+    schema: T.StructType,
+    inputs: dict[str, Column],
+    *,
+    time: str | Column,
+    time_unit: str | None,
+    key: str | Column | None,
+    shard: Column,
+    original: Column,
+    valid: Column | None = None,
+) -> DataFrame:
+    """Run a mergeable operator over a batch DataFrame (see the module docstring).
+
+    Parameters
+    ----------
+    df : DataFrame
+        The input (batch).
+    factory : callable
+        Builds a fresh operator (picklable).
+    plan : MergePlan
+        The operators' declared plan.
+    schema : StructType
+        The output: the operator's columns (times as µs longs), ``shard``, ``rejected`` and
+        ``detail``.
+    inputs : dict of str to Column
+        The operator's input columns besides ``time`` (and ``key``).
+    time, time_unit
+        The event time (see :mod:`windowkit.spark.event_time`).
+    key : str, Column or None
+        The operator's key column, None for none.
+    shard : Column
+        Each row's shard (an int).
+    original : Column
+        A malformed row's JSON.
+    valid : Column, optional
+        False for rows that cannot be processed.
+
+    Returns
+    -------
+    DataFrame
+        ``schema``'s columns, times as µs; rejected rows have only ``shard``, ``rejected`` and
+        ``detail``.
+    """
+    micros = event_time(df, time, time_unit).micros()
+    key_col = None if key is None else (F.col(key) if isinstance(key, str) else key)
+    malformed = micros.isNull()
+    if key_col is not None:
+        malformed = malformed | key_col.isNull()
+    if valid is not None:
+        malformed = malformed | ~F.coalesce(valid, F.lit(False))
+    rows = df.select(
+        shard.cast("int").alias(_SITE), F.when(~malformed, micros).alias(TIME),
+        *([key_col.cast("string").alias(KEY)] if key_col is not None else []),
+        *[column.alias(name) for name, column in inputs.items()],
+        F.when(malformed, original).alias("wk_detail"))
+    good = rows.filter(F.col(TIME).isNotNull())
+    counts = good.groupBy(_SITE).agg(F.count(F.lit(1)).alias(_ROWS),
+                                     F.max(TIME).alias(_LAST))
+    # one subquery for both (Spark evaluates a subquery used twice once; two would each scan
+    # the input again)
+    last = counts.agg(F.max(_LAST).alias(_END)).select(
+        F.struct(_END, block_of(_END, plan).alias(_BLOCK)).alias("wk_end")).scalar()
+    end, end_block = last.getField(_END), last.getField(_BLOCK)
+    # an overflow below the smallest long keeps every row, as a first block that early would
+    first = F.coalesce(F.try_subtract(end_block, F.lit(plan.lag)), F.lit(_LONG_MIN))
+    recent = good.filter(block_of(TIME, plan) >= first)
+    parts = _parts(recent, factory, plan, [c for c in recent.columns if c != "wk_detail"])
+    collected = parts.groupBy(_SITE).agg(
+        F.collect_list(F.struct(_BLOCK, _PART, _LAST)).alias(_PARTS))
+    shards = counts.select(_SITE, _ROWS, end.alias(_END)).join(collected, _SITE, "left")
+    operator_fields = [f for f in schema.fields
+                       if f.name not in (SHARD_OUT, REJECTED, DETAIL_OUT)]
+    sent = T.StructType([*operator_fields, T.StructField(SHARD_OUT, T.IntegerType())])
+    finished = shards.mapInArrow(functools.partial(_finish_shards, factory, sent), sent)
+    out = finished.withColumns({REJECTED: F.lit(None).cast("string"),
+                                DETAIL_OUT: F.lit(None).cast("string")})
+    malformed_rows = rows.filter(F.col(TIME).isNull()).select(
+        *[F.lit(None).cast(f.dataType).alias(f.name) for f in operator_fields],
+        F.col(_SITE).alias(SHARD_OUT), F.lit("malformed").alias(REJECTED),
+        F.col("wk_detail").alias(DETAIL_OUT))
+    return out.unionByName(malformed_rows)
+
+
+def _parts(recent: DataFrame, factory: Callable[[], StreamOperator], plan: MergePlan,
+           columns: list[str]) -> DataFrame:
+    """The parts of the recent rows: ``wk_site, wk_block, wk_part, wk_last``."""
+    if plan.aggregate is not None:
+        name, column, arguments = plan.aggregate
+        aggregate = F.call_function(name, F.col(column), *[F.lit(a) for a in arguments])
+        return recent.groupBy(_SITE, block_of(TIME, plan).alias(_BLOCK)).agg(
+            aggregate.alias(_PART), F.max(TIME).alias(_LAST))
+    return recent.select(*columns).mapInArrow(functools.partial(_build_parts, factory),
+                                              _PART_SCHEMA)
+
+
+def _build_parts(factory: Callable[[], StreamOperator],
+                 batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """One part per shard present in this input partition."""
+    batches = [b for b in batches if b.num_rows]
+    if not batches:
+        return
+    table = pa.Table.from_batches(batches)
+    sites = table.column(_SITE).to_numpy()
+    frame = table.drop_columns([_SITE]).to_pandas()
+    present = np.unique(sites).tolist()
+    out: dict[str, list] = {f.name: [] for f in _PART_SCHEMA.fields}
+    for site in present:
+        mine = frame if len(present) == 1 else frame[sites == site]
+        operator = factory()
+        out[_SITE].append(site)
+        out[_BLOCK].append(None)
+        out[_PART].append(operator.part(mine))
+        out[_LAST].append(int(mine[TIME].max()))
+    arrow_schema = pa.schema([(_SITE, pa.int32()), (_BLOCK, pa.int64()),
+                              (_PART, pa.binary()), (_LAST, pa.int64())])
+    yield pa.RecordBatch.from_pydict(out, schema=arrow_schema)
+
+
+def _finish_shards(factory: Callable[[], StreamOperator], sent: T.StructType,
+                   batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Each shard's operator finishes its parts; its output rows, with the shard."""
+    arrow_schema = _arrow_schema(sent)
+    for batch in batches:
+        for row in batch.to_pylist():
+            parts = [(p[_BLOCK], p[_PART], p[_LAST]) for p in row[_PARTS] or []]
+            output = factory().finish_parts(parts, row[_ROWS], row[_END])
+            columns = [pa.array(np.full(len(output), row[_SITE], dtype=np.int32))
+                       if f.name == SHARD_OUT else pa.Array.from_pandas(output[f.name], type=f.type)
+                       for f in arrow_schema]
+            yield pa.RecordBatch.from_arrays(columns, schema=arrow_schema)
+
