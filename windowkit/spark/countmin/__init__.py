@@ -44,8 +44,8 @@ from windowkit.spark.countmin.operator import (
     JVM_SKETCHED,
     MERGEABLE,
     Algorithm,
-    make_operator,
-    spark_count_min_counts,
+    make_operator as make_operator,
+    spark_count_min_counts as spark_count_min_counts,
 )
 from windowkit.spark.countmin.queries import estimate_frequency, heavy_hitters
 from windowkit.spark.countmin.sites import (
@@ -54,8 +54,8 @@ from windowkit.spark.countmin.sites import (
     POSITION,
     POSITION_MICROS,
     SHARD,
-    count_min_sites,
-    item_key,
+    count_min_sites as count_min_sites,
+    item_key as item_key,
 )
 from windowkit.spark.countmin.snapshots import (
     SNAPSHOT_COLUMNS,
