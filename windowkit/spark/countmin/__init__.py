@@ -44,7 +44,11 @@ from windowkit.spark.countmin.operator import (
     JVM_SKETCHED,
     MERGEABLE,
     Algorithm,
+)
+from windowkit.spark.countmin.operator import (
     make_operator as make_operator,
+)
+from windowkit.spark.countmin.operator import (
     spark_count_min_counts as spark_count_min_counts,
 )
 from windowkit.spark.countmin.queries import estimate_frequency, heavy_hitters
@@ -54,7 +58,11 @@ from windowkit.spark.countmin.sites import (
     POSITION,
     POSITION_MICROS,
     SHARD,
+)
+from windowkit.spark.countmin.sites import (
     count_min_sites as count_min_sites,
+)
+from windowkit.spark.countmin.sites import (
     item_key as item_key,
 )
 from windowkit.spark.countmin.snapshots import (
