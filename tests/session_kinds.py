@@ -75,7 +75,12 @@ def stream_of(spark, frame, folder: str, parts: int = 4):
     os.makedirs(folder)
     for i in range(parts):
         start, end = i * len(table) // parts, (i + 1) * len(table) // parts
-        pq.write_table(table.slice(start, end - start), f"{folder}/part-{i}.parquet")
+        path = f"{folder}/part-{i}.parquet"
+        pq.write_table(table.slice(start, end - start), path)
+        # Spark reads new files in the order of their modification times (in milliseconds):
+        # files written within one would be read in any order, and rows of the later ones
+        # could then be late
+        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
     return (spark.readStream.schema(frame.schema).option("maxFilesPerTrigger", 1)
             .parquet(folder))
 
@@ -187,7 +192,7 @@ def widen_stream(spark, folder):
 
     stream = stream_of(spark, syscalls(spark), f"{folder}/in", parts=3)
     return run_stream(widen_detect(stream, "time", by="pid", base="4 seconds", max_length=8,
-                                   max_duration="10 minutes", late="10 minutes"), folder)
+                                   max_duration="10 minutes", late="1 minute"), folder)
 
 
 # ------------------------------------------------------------------------------- Count-Min
@@ -284,10 +289,12 @@ def run_case(name: str, spark, folder: str) -> pd.DataFrame:
         return pd.DataFrame({"error": [f"{type(error).__name__}: {first}"]})
 
 
-def main(remote: str, out: str, names: list[str]) -> None:
+def main(target: str, out: str, names: list[str]) -> None:
     from windowkit.spark import windowkit_session
 
-    spark = windowkit_session(remote=remote)
+    # a local master is a classic session; an sc:// URL, a Connect one
+    classic = target.startswith("local")
+    spark = windowkit_session(master=target) if classic else windowkit_session(remote=target)
     for name in names or list(CASES):
         folder = os.path.join(out, f"{name}.work")
         rows = run_case(name, spark, folder)
