@@ -41,6 +41,7 @@ from windowkit.spark.adapter import (
     SHARD_OUT,
     OperatorJob,
     _arrow_schema,
+    _output_columns,
     row_json,
 )
 from windowkit.spark.event_time import EventTime, event_time
@@ -59,8 +60,8 @@ _PART_SCHEMA = T.StructType([T.StructField(_SITE, T.IntegerType()),
                              T.StructField(_LAST, T.LongType())])
 
 
-def merge_plan_of(factory: Callable[[], StreamOperator]) -> MergePlan | None:
-    """The plan of the operators ``factory`` builds, None if they do not merge.
+def merge_plan_of(operator: StreamOperator) -> MergePlan | None:
+    """The plan ``operator`` declares, None if it does not merge.
 
     Examples
     --------
@@ -68,12 +69,11 @@ def merge_plan_of(factory: Callable[[], StreamOperator]) -> MergePlan | None:
     >>> from windowkit.core.sketches.operator import WindowedCountMinOperator
     >>> def simple(unit):
     ...     return SimpleWindowCM(5, depth=1, width=8, unit=unit)
-    >>> merge_plan_of(lambda: WindowedCountMinOperator(simple("ticks"), tick_micros=10)).span
+    >>> merge_plan_of(WindowedCountMinOperator(simple("ticks"), tick_micros=10)).span
     5
-    >>> merge_plan_of(lambda: WindowedCountMinOperator(simple("samples"))) is None
+    >>> merge_plan_of(WindowedCountMinOperator(simple("samples"))) is None
     True
     """
-    operator = factory()
     return operator.merge_plan() if isinstance(operator, MergeableOperator) else None
 
 
@@ -117,8 +117,7 @@ def run_if_mergeable(
     a merge plan, in this mode; None if it declares none (the adapter then runs it as any
     other). The arguments are :func:`~windowkit.spark.adapter.run_operator`'s.
     """
-    declared = job.declared
-    plan = declared.merge_plan() if isinstance(declared, MergeableOperator) else None
+    plan = merge_plan_of(job.declared)
     if plan is None:
         return None
     if shard is None:
@@ -130,14 +129,7 @@ def run_if_mergeable(
                      original=job.detail if job.detail is not None else row_json(df),
                      valid=job.valid)
     clock = times_like or event_time(df, time, time_unit)
-    restored = {name for name, kind in job.schema if kind == "timestamp"}
-    columns: dict[str, Column | str] = {
-        f.name: clock.restore(F.col(f.name)) if f.name in restored else f.name
-        for f in schema.fields}
-    if project is None:
-        return out.select(*[column if isinstance(column, str) else column.alias(name)
-                            for name, column in columns.items()])
-    return out.select(*project(columns))
+    return out.select(*_output_columns(job, schema, {}, clock, project))
 
 
 def run_merged(
