@@ -383,6 +383,27 @@ def test_mergeable_sketches_on_event_time_ticks_equal_the_core(spark, algorithm)
     pd.testing.assert_frame_equal(out, expected)
 
 
+@pytest.mark.parametrize("algorithm", ["simple", "proportional"])
+def test_blocks_wider_than_the_clock_still_equal_the_core(spark, algorithm):
+    # A block of 2**37 one-day ticks spans more µs than a long holds: the JVM path must tell
+    # the last blocks' rows apart without a block's first time.
+    from windowkit.spark.countmin import count_min_sites, windowed_count_min
+
+    rng = np.random.default_rng(11)
+    n = 500
+    pdf = pd.DataFrame({"item": zipf_items(n, 30, seed=12),
+                        "ts": pd.to_datetime(T0 + 1000 * rng.integers(0, 10**9, n), unit="us",
+                                             utc=True)})
+    params = {"window": 2**37, "unit": "ticks", "tick": "1 day", "algorithm": algorithm,
+              "epsilon": 0.1, "delta": 0.25}
+    df = spark.createDataFrame(pdf).repartition(2)
+    out = canonical(windowed_count_min(df, "item", "ts", shards=2, **params).toPandas())
+    sites = count_min_sites(df, "item", "ts", shards=2, unit="ticks").toPandas()
+    expected = core_snapshots(sites, **params)
+    expected["time"] *= POSITION_MICROS
+    pd.testing.assert_frame_equal(out, expected)
+
+
 def test_event_times_before_the_epoch_are_refused_by_every_path_alike(spark):
     # A time-based sketch's clock starts at tick 0: the core refuses earlier ticks, and so do
     # the JVM-sketched path (Simple, Proportional) and the Python one (Perfect).

@@ -236,3 +236,23 @@ def test_streaming_equals_core_and_reports_late_rows(spark, tmp_path, quiet):
                     .option("batchId", batch).load(str(tmp_path / "ckpt")))
         assert chunks(0).select("key").distinct().count() == 2
         assert chunks(3).count() == 0
+
+
+def test_sliding_batch_windows_run_no_spark_job_until_the_users_action_issue35(spark, tmp_path):
+    # Every shard's sliding windows run to the input's last slot: that slot was looked up
+    # with a Spark job inside persistent_items. Now it comes with the rows (a scalar
+    # subquery): the call only builds a plan, and the user's action is the first to read.
+    path = str(tmp_path / "in")
+    pdf = make_rows(12, 30, seed=3, strings=True)
+    pdf.assign(t=pd.to_datetime(pdf["t"], unit="us", utc=True).astype("datetime64[us, UTC]")
+               ).to_parquet(path)
+    df = spark.read.parquet(path)
+    sc = spark.sparkContext
+    sc.setJobGroup("wk-lazy-persistent", "must run no job")
+    try:
+        result = persistent_items(df, "item", "t", slot="10 seconds", window_slots=8,
+                                  alpha=0.5, epsilon=0.25, shards=3)
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert list(sc.statusTracker().getJobIdsForGroup("wk-lazy-persistent")) == []
+    assert spark_rows(result) == core_run(pdf, 0.5, 0.25, 8)

@@ -41,6 +41,9 @@ COLUMN_TYPES = ("int64", "float64", "bool", "string", "timestamp", "binary")
 INPUT_TYPES = (*COLUMN_TYPES, "category", "code")
 #: The values of a ``"code"`` input.
 CODE_RANGE = (-1, 2)
+#: The input column in which an engine gives an operator that :attr:`~StreamOperator.
+#: ends_with_input` the bounded input's last time (int64 µs, the same in every row).
+INPUT_END = "input_end"
 
 
 class StreamOperator(ABC):
@@ -102,6 +105,15 @@ class StreamOperator(ABC):
         ``key`` (default: each key's rows), or an input whose values the operator keeps its
         state by (it then needs no key)."""
         return KEY
+
+    @property
+    def ends_with_input(self) -> bool:
+        """True if, on a bounded input whose rows are spread over several instances, each
+        instance must end at the input's last time rather than at its own last row (e.g. so
+        that every instance closes the same windows). An engine then gives every row the
+        input's last time in an :data:`INPUT_END` column, which :meth:`process` reads; on an
+        unbounded input the watermark does this and no such column comes. Default: False."""
+        return False
 
     @abstractmethod
     def process(self, batch: pd.DataFrame) -> pd.DataFrame:

@@ -38,7 +38,7 @@ import functools
 import json
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -50,7 +50,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from windowkit.core.durations import to_micros
-from windowkit.core.operator import KEY, TIME, EventTimeRunner, StreamOperator
+from windowkit.core.operator import INPUT_END, KEY, TIME, EventTimeRunner, StreamOperator
 from windowkit.core.validation import check_int
 from windowkit.spark.event_time import EventTime, column_type, event_time
 from windowkit.spark.kill_hooks import wait_to_be_killed
@@ -104,7 +104,8 @@ class OperatorJob:
     JVM's Arrow writer pays per column and row; ``"category"`` inputs reach it as pandas
     Categoricals), ``INTEGER_KEYS`` (on a batch, an integer key travels as a long, not as
     text), ``derived_outputs`` (on a batch, computed in the JVM from the others rather than
-    sent from Python) and ``route``.
+    sent from Python), ``route`` and ``ends_with_input`` (on a batch, every row carries the
+    input's last time, from a scalar subquery).
 
     Parameters
     ----------
@@ -315,6 +316,12 @@ def run_operator(
             key_text = F.when(flagged, F.concat(key_text, F.lit(FLAG_SEPARATOR), original)
                               ).otherwise(key_text)
         shipped_time = micros * (1 << FOLD_BITS) + code
+    if not df.isStreaming and job.declared.ends_with_input:
+        # the input's last time, from a scalar subquery of the same plan, in every row: a
+        # lazy plan's tasks learn a value computed over all rows no other way
+        end = df.select(F.when(~malformed, micros).alias(INPUT_END)).agg(
+            F.max(INPUT_END)).scalar()
+        job = replace(job, inputs={**job.inputs, INPUT_END: end})
     # Every column shipped to Python costs JVM time per row, so a malformed row has no column
     # of its own: its time is null and its key column carries the row as JSON.
     # Lateness is known only in the stateful step, so a streaming row's own columns travel

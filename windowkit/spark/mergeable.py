@@ -4,22 +4,23 @@ An operator that declares a :class:`~windowkit.core.mergeable.MergePlan` (see
 :mod:`windowkit.core.mergeable`) runs on a batch DataFrame without a shuffle of rows or a sort,
 as one lazy Spark plan:
 
-1. every shard's rows are counted, and the input's last time found, in the JVM (a grouped
-   aggregation of the time column; the last time is a scalar subquery of it);
-2. only the rows of the plan's last blocks are kept (a filter on that subquery) and turned
-   into parts where they are read: by the SQL aggregate the plan names, per (shard, block), in
-   the JVM; else by the operator's :meth:`~windowkit.core.mergeable.MergeableOperator.part`,
-   per (input partition, shard), in Python;
-3. Spark collects each shard's parts beside its count, and one operator per shard finishes
-   them (:meth:`~windowkit.core.mergeable.MergeableOperator.finish_parts`) in Python.
+1. the input's last time (and its block) is found in the JVM, by a scalar subquery that reads
+   only the time and what decides whether a row counts;
+2. in one pass over the rows, each shard's rows are counted and turned into the parts of the
+   plan's last blocks where they are read: with the SQL aggregate the plan names, one
+   aggregation by shard in the JVM (one aggregate per block slot, fed only that block's rows);
+   else by the operator's :meth:`~windowkit.core.mergeable.MergeableOperator.part`, per (input
+   partition, shard), in Python, from the rows of the last blocks;
+3. one operator per shard finishes its parts
+   (:meth:`~windowkit.core.mergeable.MergeableOperator.finish_parts`) in Python.
 
 Rows travel only as far as the JVM's aggregation; parts and counts are all that move. Rows
 with no time or no key come out as ``rejected = "malformed"`` with the row as JSON, as in
 the adapter's other modes.
 
 Spark does not push a filter on a scalar subquery into a Parquet scan (its pushed filters
-must be literals), so the scan reads the row groups before the last blocks too; they are
-filtered in the JVM before any part is built.
+must be literals), so both passes read the row groups before the last blocks too; their rows
+are only counted.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ _ROWS = "wk_rows"
 _END = "wk_end"
 _PARTS = "wk_parts"
 _SITE = "wk_site"
+_SLOT = "wk_slot"
 _LONG_MIN = -(2**63)
 _PART_SCHEMA = T.StructType([T.StructField(_SITE, T.IntegerType()),
                              T.StructField(_BLOCK, T.LongType()),
@@ -191,20 +193,15 @@ def run_merged(
         *[column.alias(name) for name, column in inputs.items()],
         F.when(malformed, original).alias("wk_detail"))
     good = rows.filter(F.col(TIME).isNotNull())
-    counts = good.groupBy(_SITE).agg(F.count(F.lit(1)).alias(_ROWS),
-                                     F.max(TIME).alias(_LAST))
-    # one subquery for both (Spark evaluates a subquery used twice once; two would each scan
-    # the input again)
-    last = counts.agg(F.max(_LAST).alias(_END)).select(
+    # the input's last time and its block: one scalar subquery, run once before the plan (it
+    # reads only the columns that decide whether a row counts and its time)
+    last = good.agg(F.max(TIME).alias(_END)).select(
         F.struct(_END, block_of(_END, plan).alias(_BLOCK)).alias("wk_end")).scalar()
     end, end_block = last.getField(_END), last.getField(_BLOCK)
-    # an overflow below the smallest long keeps every row, as a first block that early would
-    first = F.coalesce(F.try_subtract(end_block, F.lit(plan.lag)), F.lit(_LONG_MIN))
-    recent = good.filter(block_of(TIME, plan) >= first)
-    parts = _parts(recent, factory, plan, [c for c in recent.columns if c != "wk_detail"])
-    collected = parts.groupBy(_SITE).agg(
-        F.collect_list(F.struct(_BLOCK, _PART, _LAST)).alias(_PARTS))
-    shards = counts.select(_SITE, _ROWS, end.alias(_END)).join(collected, _SITE, "left")
+    if plan.aggregate is not None:
+        shards = _aggregated_parts(good, plan, end, end_block)
+    else:
+        shards = _python_parts(good, factory, plan, end, end_block)
     operator_fields = [f for f in schema.fields
                        if f.name not in (SHARD_OUT, REJECTED, DETAIL_OUT)]
     sent = T.StructType([*operator_fields, T.StructField(SHARD_OUT, T.IntegerType())])
@@ -218,16 +215,65 @@ def run_merged(
     return out.unionByName(malformed_rows)
 
 
-def _parts(recent: DataFrame, factory: Callable[[], StreamOperator], plan: MergePlan,
-           columns: list[str]) -> DataFrame:
-    """The parts of the recent rows: ``wk_site, wk_block, wk_part, wk_last``."""
-    if plan.aggregate is not None:
-        name, column, arguments = plan.aggregate
-        aggregate = F.call_function(name, F.col(column), *[F.lit(a) for a in arguments])
-        return recent.groupBy(_SITE, block_of(TIME, plan).alias(_BLOCK)).agg(
-            aggregate.alias(_PART), F.max(TIME).alias(_LAST))
-    return recent.select(*columns).mapInArrow(functools.partial(_build_parts, factory),
-                                              _PART_SCHEMA)
+def _aggregated_parts(good: DataFrame, plan: MergePlan, end: Column,
+                      end_block: Column) -> DataFrame:
+    """Every shard's rows, and the parts of its last ``lag + 1`` blocks built by the plan's
+    SQL aggregate: one aggregation by shard, in the pass that reads the rows.
+
+    Each block slot is its own aggregate of the rows of that block (the aggregate skips the
+    nulls of every other row), so rows are neither grouped by block nor filtered before they
+    are counted, and a shard holds ``lag + 1`` parts however long the input.
+    """
+    name, column, arguments = plan.aggregate
+    # in a projection: an aggregate's arguments may not hold the subquery (Spark counts it
+    # non-deterministic when the input's positions are)
+    slotted = good.withColumn(_SLOT, _slot(plan, end_block))
+    aggregates = []
+    for lag in range(plan.lag + 1):
+        mine = F.col(_SLOT) == lag
+        aggregates += [F.call_function(name, F.when(mine, F.col(column)),
+                                       *[F.lit(a) for a in arguments]).alias(f"{_PART}{lag}"),
+                       F.max(F.when(mine, F.col(TIME))).alias(f"{_LAST}{lag}")]
+    aggregated = slotted.groupBy(_SITE).agg(F.count(F.lit(1)).alias(_ROWS), *aggregates)
+    # a block below the smallest long does not exist: its slot holds no row
+    parts = F.array(*[F.struct(F.try_subtract(end_block, F.lit(lag)).alias(_BLOCK),
+                               F.col(f"{_PART}{lag}").alias(_PART),
+                               F.col(f"{_LAST}{lag}").alias(_LAST))
+                      for lag in range(plan.lag + 1)])
+    return aggregated.select(_SITE, _ROWS, end.alias(_END), parts.alias(_PARTS))
+
+
+def _slot(plan: MergePlan, end_block: Column) -> Column:
+    """Each row's block slot: 0 in the last block, up to ``lag``; null before."""
+    width = plan.tick * plan.span
+    if width > -_LONG_MIN - 1:  # blocks wider than the clock: only numbers tell them apart
+        behind = F.try_subtract(end_block, block_of(TIME, plan))
+        return F.when(behind <= plan.lag, behind)
+    # comparing a time with the blocks' first times costs two comparisons a row where a
+    # block number costs divisions; a block whose first time lies below the smallest long
+    # starts there
+    slot = None
+    for lag in range(plan.lag + 1):
+        start = F.coalesce(F.try_multiply(F.try_subtract(end_block, F.lit(lag)), F.lit(width)),
+                           F.lit(_LONG_MIN))
+        slot = (F if slot is None else slot).when(F.col(TIME) >= start, F.lit(lag))
+    return slot
+
+
+def _python_parts(good: DataFrame, factory: Callable[[], StreamOperator], plan: MergePlan,
+                  end: Column, end_block: Column) -> DataFrame:
+    """Every shard's rows (counted in the JVM) and the parts the operator builds in Python
+    from the rows of the last ``lag + 1`` blocks, one per (input partition, shard)."""
+    counts = good.groupBy(_SITE).agg(F.count(F.lit(1)).alias(_ROWS))
+    # an overflow below the smallest long keeps every row, as a first block that early would
+    first = F.coalesce(F.try_subtract(end_block, F.lit(plan.lag)), F.lit(_LONG_MIN))
+    recent = good.filter(block_of(TIME, plan) >= first)
+    columns = [c for c in recent.columns if c != "wk_detail"]
+    parts = recent.select(*columns).mapInArrow(functools.partial(_build_parts, factory),
+                                               _PART_SCHEMA)
+    collected = parts.groupBy(_SITE).agg(
+        F.collect_list(F.struct(_BLOCK, _PART, _LAST)).alias(_PARTS))
+    return counts.select(_SITE, _ROWS, end.alias(_END)).join(collected, _SITE, "left")
 
 
 def _build_parts(factory: Callable[[], StreamOperator],
@@ -259,7 +305,9 @@ def _finish_shards(factory: Callable[[], StreamOperator], sent: T.StructType,
     arrow_schema = _arrow_schema(sent)
     for batch in batches:
         for row in batch.to_pylist():
-            parts = [(p[_BLOCK], p[_PART], p[_LAST]) for p in row[_PARTS] or []]
+            # a block slot without rows has no last time
+            parts = [(p[_BLOCK], p[_PART], p[_LAST]) for p in row[_PARTS] or []
+                     if p[_LAST] is not None]
             output = factory().finish_parts(parts, row[_ROWS], row[_END])
             columns = [pa.array(np.full(len(output), row[_SITE], dtype=np.int32))
                        if f.name == SHARD_OUT else pa.Array.from_pandas(output[f.name], type=f.type)

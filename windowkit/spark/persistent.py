@@ -19,7 +19,6 @@ import datetime as dt
 import functools
 import math
 
-import pandas as pd
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -41,28 +40,6 @@ REPORTED = "persistent"
 """``status`` of an output row that reports an item (others: ``malformed``, ``late``)."""
 
 _SLOT = "wk_slot"
-
-
-class _BoundedPersistentOperator(PersistentItemsOperator):
-    """Batch input only: at ``finish`` close every slot up to the input's last slot.
-
-    Each shard sees only its items, so its own last row may lie before the input's last slot;
-    without this a shard would stop its sliding windows early. ``end_slot`` is the last slot of
-    the whole input (computed in the JVM), so every shard reports windows up to it.
-    """
-
-    def __init__(self, *args, end_slot: int | None = None, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.end_slot = end_slot
-
-    def finish(self) -> pd.DataFrame:
-        out = self.empty_output()
-        if self.mode == "sliding" and self.end_slot is not None and self._open is not None:
-            out = self.advance(self.origin + self.end_slot * self.slot_length - 1)
-        rest = super().finish()
-        if not len(out):
-            return rest
-        return pd.concat([out, rest], ignore_index=True) if len(rest) else out
 
 
 def persistent_items(
@@ -197,12 +174,6 @@ def persistent_items(
     micros = clock.micros()
     factory = functools.partial(PersistentItemsOperator, alpha, epsilon, window_slots,
                                 slot_us, **op_kwargs)
-    if not df.isStreaming and mode == "sliding":
-        # Each shard must run its windows to the input's last slot, not its own last row's.
-        item_micros = F.when(item_col.isNotNull(), micros)  # rows without an item are rejected
-        end_slot = df.agg(F.max(_slot_index(item_micros, slot_us, origin_us))).first()[0]
-        factory = functools.partial(_BoundedPersistentOperator, alpha, epsilon, window_slots,
-                                    slot_us, end_slot=end_slot, **op_kwargs)
     job = OperatorJob(factory=factory, inputs={ITEM: item_value})
     # The operator routes by the item: every row of an item reaches the same shard (a row
     # without an item is malformed), and no key travels to Python (the operator needs none).

@@ -31,7 +31,7 @@ import pandas as pd
 from windowkit.core.chunks import COUNT
 from windowkit.core.durations import Duration
 from windowkit.core.factorize import factorize
-from windowkit.core.operator import TIME, StreamOperator
+from windowkit.core.operator import INPUT_END, TIME, StreamOperator
 from windowkit.core.persistence import (
     PersistenceConfig,
     PersistentItemsSketch,
@@ -118,6 +118,7 @@ class PersistentItemsOperator(StreamOperator):
         self.config = PersistenceConfig(alpha=alpha, epsilon=epsilon, n=window, delta=delta,
                                         seed=seed)
         self._open: int | None = None  # the open slot; every slot before it is closed
+        self._end_slot: int | None = None  # a bounded input's last slot, if given
         self._sketch: PersistentItemsSketch | SlidingPersistentItemsSketch | None = None
 
     @property
@@ -134,6 +135,12 @@ class PersistentItemsOperator(StreamOperator):
     def route(self) -> str:
         """``item``: the state is kept per item, so an item's rows must meet (no key)."""
         return ITEM
+
+    @property
+    def ends_with_input(self) -> bool:
+        """Sliding windows: True, every instance reports windows up to the input's last slot
+        (an instance holding only some items may see its own last row earlier)."""
+        return self.mode == "sliding"
 
     # -- slots ---------------------------------------------------------------------------------
     def _slot_of(self, times: np.ndarray) -> np.ndarray:
@@ -187,12 +194,16 @@ class PersistentItemsOperator(StreamOperator):
     def process(self, batch: pd.DataFrame) -> pd.DataFrame:
         """Consume rows in any order; return the rows of the slots this closes.
 
+        An :data:`~windowkit.core.operator.INPUT_END` column, if present, is the bounded
+        input's last time: :meth:`finish` then closes the sliding windows up to its slot.
         Rows are taken slot by slot (stably). Their order within a slot does not matter: a
         slot only tells which items occurred in it, and the sampling hash depends on the
         (item, slot) pair alone.
         """
         if not len(batch):
             return self.empty_output()
+        if INPUT_END in batch:
+            self._end_slot = int(self._slot_of(np.int64(batch[INPUT_END].max())))
         times = batch[TIME].to_numpy(dtype=np.int64)
         items = batch[ITEM]
         if self.item_type == "string" and items.dtype != object:
@@ -241,7 +252,8 @@ class PersistentItemsOperator(StreamOperator):
             n = self.config.n
             self._close_before((self._open // n + 1) * n, out)
         else:
-            self._close_before(self._open + 1, out)
+            last = self._open if self._end_slot is None else max(self._open, self._end_slot)
+            self._close_before(last + 1, out)
         self._sketch = None  # the input has ended: nothing more to report
         return self._concat(out)
 

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from windowkit.core.mergeable import MergeableOperator, MergePlan, Part
-from windowkit.core.operator import StreamOperator
+from windowkit.core.operator import INPUT_END, StreamOperator
 from windowkit.core.registry import register
 from windowkit.core.serialization import pack_state, state_decoder, unpack_state
 from windowkit.core.sketches import (
@@ -51,9 +51,6 @@ _SKETCHES: dict[str, type[WindowedCountMin]] = {
 
 ITEM = "item"
 """Name of the input column holding the items (int64 hashes or strings)."""
-END = "end_time"
-"""Optional input column: the time (µs) the input ends at, the same on every row (for an engine
-that learns the input's last time with the rows rather than when it builds the operator)."""
 #: Spark's count_min_sketch takes a confidence ``1 - 2**-depth``, below 1 in a double only up
 #: to about 50 rows.
 JVM_MAX_DEPTH = 40
@@ -181,9 +178,10 @@ class WindowedCountMinOperator(StreamOperator, MergeableOperator):
     def process(self, batch: pd.DataFrame) -> pd.DataFrame:
         """Consume rows sorted by ``time``; return the periodic snapshots due within them.
 
-        An :data:`END` column, if present, sets ``end_time``."""
-        if END in batch and len(batch):
-            self.end_time = int(batch[END].max())
+        An :data:`~windowkit.core.operator.INPUT_END` column, if present, sets
+        ``end_time``."""
+        if INPUT_END in batch and len(batch):
+            self.end_time = int(batch[INPUT_END].max())
         times = batch["time"].to_numpy().astype(np.int64, copy=False)
         items = batch[ITEM].to_numpy()
         every = self.snapshot_every
@@ -221,6 +219,13 @@ class WindowedCountMinOperator(StreamOperator, MergeableOperator):
         if self.end_time is not None:
             self._move_clock(self.end_time)
         return self._frame([self._snapshot()])
+
+    @property
+    def ends_with_input(self) -> bool:
+        """True: every shard's last window ends at the input's last time (a time-based
+        sketch's clock moves there), so the shards' windows are the same and their sum is
+        the window of the whole input."""
+        return self.tick_micros is not None
 
     def merge_plan(self) -> MergePlan | None:
         """Perfect's, Simple's and Proportional's time-based state with the default cadence

@@ -29,7 +29,6 @@ from pyspark.sql import functions as F
 from windowkit.core.sketches.operator import (
     DEFAULT_DELTA,
     DEFAULT_EPSILON,
-    END,
     ITEM,
 )
 from windowkit.core.validation import check_int
@@ -150,16 +149,12 @@ def windowed_count_min(
     params = {"unit": unit, "tick": tick, "algorithm": algorithm, "epsilon": epsilon,
               "delta": delta, "snapshot_every": snapshot_every, "seed": seed, "tau": tau,
               "mu": mu}
-    template = make_operator(window, **params)  # validates before any Spark job runs
+    make_operator(window, **params)  # validates before any Spark job runs
     shards = check_int("shards", DEFAULT_SHARDS if shards is None else shards, 1)
     prepared, key, site = _prepare(df, item, time, by, shards, unit, time_unit)
     item_col = F.col(item) if isinstance(item, str) else item
     step = F.when(item_col.isNotNull(), F.col(_POS))
     inputs = {ITEM: key}
-    if not df.isStreaming and template.merge_plan() is None:
-        # every site's last window ends at the input's last step, not at its own last row;
-        # a mergeable operator's mode finds that step itself, the others get it with the rows
-        inputs[END] = prepared.agg(F.max(step)).scalar()
     # The site is the adapter's shard: each Spark group runs exactly one site's operator.
     job = OperatorJob(factory=functools.partial(make_operator, window, **params),
                       inputs=inputs)
