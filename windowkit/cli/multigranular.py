@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "rows) and with --recurring OUTPUT/recurring as Parquet. With --distinct COL "
                     "the reports get a column distinct_COL: the estimated number of distinct "
                     "COL values in each level's window (HyperLogLog sketches, exact up to a few "
-                    "hundred values, then about 1.6%% relative error at --distinct-precision "
+                    "hundred values, then about 1.6% relative error at --distinct-precision "
                     "12).",
     )
     add_io_arguments(p)
@@ -51,11 +51,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "distinct_COL), e.g. destinations per source")
     p.add_argument("--distinct-precision", type=int, default=DEFAULT_PRECISION,
                    help="lgConfigK of the distinct-count sketches, 4..21 (relative error "
-                        "1.04/sqrt(2^N); default %(default)s)")
-    p.add_argument("--report", choices=("periodic", "continuous"), default="periodic")
+                        "1.04/sqrt(2^N))")
+    p.add_argument("--report", choices=("periodic", "continuous"), default="periodic",
+                   help="periodic: each level reports when it slides; continuous: every "
+                        "level reports at every slide of the finest level")
     p.add_argument("--shards", type=int, default=None, help="Spark groups the keys share")
     p.add_argument("--plot", default=None, help="PNG: one key's values and each level's mean")
-    p.set_defaults(func=run)
+    p.set_defaults(handler=run)
 
 
 def _config(args: argparse.Namespace) -> AggregatorConfig:
