@@ -148,6 +148,13 @@ def test_issue_38_a_core_message_names_the_options(readings, tmp_path):
     assert line.startswith("windowkit: error: `--tick` is required with --unit ticks"), line
 
 
+def test_issue_38_a_value_of_the_wrong_form_names_its_option(readings, tmp_path):
+    line = error_line("multigranular", "--input", str(readings), "--time", "ts", "--window",
+                      "RANGES 1 HOUR SLIDES 1 MINUTE", "--weights", "1,half", "--output",
+                      str(tmp_path / "out"))
+    assert line.startswith("windowkit: error: `--weights` must be comma-separated numbers")
+
+
 def test_issue_38_fill_blames_the_frames_option_for_its_frames(readings, tmp_path):
     line = error_line("fill", "--frames", str(tmp_path / "nope" / "frames"), "--input",
                       str(readings), "--time", "ts", "--output", str(tmp_path / "out"))
@@ -169,8 +176,8 @@ def test_issue_38_a_mistake_in_when_is_found_before_spark(readings, tmp_path, wh
 
 
 @pytest.mark.parametrize(("when", "expected"), [
-    ("loss_rate", "loss_rate is a double column"),
-    ("up AND loss_rate", "loss_rate is a double column"),
+    ("loss_rate", "column loss_rate is of type double"),
+    ("up AND loss_rate", "column loss_rate is of type double"),
 ])
 def test_issue_38_a_parquet_schema_tells_a_predicate_that_is_not_boolean(
         readings_parquet, tmp_path, when, expected):

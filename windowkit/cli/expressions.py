@@ -54,7 +54,7 @@ def check_sql(expression: str | None, option: str, info: InputInfo,
     >>> check_sql("loss_rate", "--when", cols)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: `--when` 'loss_rate' is not a predicate (true or false): loss_rate is a double ...
+    ValueError: `--when` 'loss_rate' is not a predicate (true or false): column loss_rate is ...
     """
     if expression is None:
         return
@@ -119,7 +119,7 @@ def not_boolean(node, info: InputInfo) -> str | None:
     >>> not_boolean(parse("v * 2", "x"), cols), not_boolean(parse("ok OR v > 1", "x"), cols)
     ("'v * 2' computes a value", None)
     >>> not_boolean(parse("ok AND v", "x"), cols), not_boolean(parse("abs(v)", "x"), cols)
-    ('v is a int64 column', None)
+    ('column v is of type int64', None)
     """
     from sqlglot import exp
 
@@ -134,10 +134,10 @@ def not_boolean(node, info: InputInfo) -> str | None:
     if isinstance(node, exp.Column) and len(node.parts) == 1:
         kind = _type_of(info, node.name)
         if kind is not None and kind.lower() not in _BOOLEAN_TYPES:
-            return f"{node.name} is a {kind} column"
+            return f"column {node.name} is of type {kind}"
         return None
     if isinstance(node, exp.Cast) and not node.to.is_type("boolean"):
-        return f"{node.sql(dialect='spark')!r} is a {node.to.sql(dialect='spark').lower()}"
+        return f"{node.sql(dialect='spark')!r} is of type {node.to.sql(dialect='spark').lower()}"
     if type(node).__name__ in _ARITHMETIC:
         return f"{node.sql(dialect='spark')!r} computes a value"
     if isinstance(node, exp.Literal):

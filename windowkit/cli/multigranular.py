@@ -60,8 +60,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
+def parse_weights(text: str | None) -> tuple[float, ...] | None:
+    """``--weights``: comma-separated numbers, one per level.
+
+    Examples
+    --------
+    >>> parse_weights("1, 0.5")
+    (1.0, 0.5)
+    >>> parse_weights("1,half")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: `--weights` must be comma-separated numbers, one per level, ...; got '1,half'
+    """
+    if text is None:
+        return None
+    try:
+        return tuple(float(w) for w in text.split(","))
+    except ValueError as exc:
+        msg = (f"`--weights` must be comma-separated numbers, one per level, e.g. '1,0.5'; "
+               f"got {text!r}")
+        raise ValueError(msg) from exc
+
+
 def _config(args: argparse.Namespace) -> AggregatorConfig:
-    weights = None if args.weights is None else tuple(float(w) for w in args.weights.split(","))
+    weights = parse_weights(args.weights)
     return AggregatorConfig(MultiGranularSpec.parse(args.window),
                             tuple(a.strip() for a in args.aggregates.split(",") if a.strip()),
                             args.regression, weights, args.report, args.distinct is not None,
