@@ -73,8 +73,8 @@ def version() -> str:
 
     Examples
     --------
-    >>> version()
-    '0.1.0'
+    >>> version() == importlib.metadata.version("windowkit")
+    True
     """
     try:
         return importlib.metadata.version("windowkit")
