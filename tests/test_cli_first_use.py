@@ -72,6 +72,7 @@ def readings_parquet(tmp_path):
 
 
 # ------------------------------------------------------------------------- parsing and help
+@pytest.mark.spark
 def test_issue_38_aggregate_frames_run_from_the_command_line(readings, tmp_path):
     from windowkit.core.frames import AggregateFramer
 
@@ -276,6 +277,7 @@ def test_issue_38_spark_submit_sessions_start_with_spark_log_off():
     assert "spark.log.level" not in _classic_conf("local[1]", True, None, None, quiet=False)
 
 
+@pytest.mark.spark
 def test_issue_38_persistent_items_print_their_guarantee(tmp_path):
     rows = [f"h{h},2024-01-01 00:{m:02d}:{s:02d}" for m in range(4) for s in (0, 30)
             for h in range(3) if (h + m + s) % 2 == 0 or h == 0]

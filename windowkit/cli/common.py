@@ -253,12 +253,25 @@ def check_columns(info: InputInfo, **options: str | None) -> None:
     for option, column in options.items():
         if column is None or column in info.columns:
             continue
-        close = difflib.get_close_matches(column, info.columns, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        flag = "--" + option.replace("_", "-")
-        msg = (f"`{flag}` names column {column!r}, which {info.path} does not have{hint}; "
-               f"its columns: {', '.join(info.columns)}")
-        raise ValueError(msg)
+        raise ValueError(missing_column("`--" + option.replace("_", "-") + "`", column, info))
+
+
+def missing_column(named: str, column: str, info: InputInfo) -> str:
+    """The message for ``named`` (an option, a pipeline key, an expression) naming ``column``,
+    which ``info`` lacks: the closest column, and all of them.
+
+    Examples
+    --------
+    >>> missing_column("`by`", "ruter", InputInfo("r.csv", "csv", ("router", "ts")))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    "`by` names column 'ruter', which r.csv does not have (did you mean 'router'?);
+    its columns: router, ts"
+    """
+    columns = info.columns or ()
+    close = difflib.get_close_matches(column, columns, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return (f"{named} names column {column!r}, which {info.path} does not have{hint}; "
+            f"its columns: {', '.join(columns)}")
 
 
 def read_input(spark, args: argparse.Namespace, info: InputInfo, schema=None):

@@ -10,9 +10,7 @@ line before Spark starts. Spark's own analysis still checks everything once it r
 
 from __future__ import annotations
 
-import difflib
-
-from windowkit.cli.common import InputInfo
+from windowkit.cli.common import InputInfo, missing_column
 
 #: The node types of arithmetic (their value is a number or a string, never true or false).
 _ARITHMETIC = ("Add", "Sub", "Mul", "Div", "Mod", "IntDiv", "Neg", "BitwiseAnd", "BitwiseOr",
@@ -102,11 +100,7 @@ def _check_names(node, expression: str, option: str, info: InputInfo) -> None:
         name = reference.parts[0].name
         if not name or find_column(info, name) is not None:
             continue
-        close = difflib.get_close_matches(name, info.columns, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        msg = (f"`{option}` {expression!r} names column {name!r}, which {info.path} does "
-               f"not have{hint}; its columns: {', '.join(info.columns)}")
-        raise ValueError(msg)
+        raise ValueError(missing_column(f"`{option}` {expression!r}", name, info))
 
 
 def not_boolean(node, info: InputInfo) -> str | None:

@@ -33,6 +33,7 @@ from windowkit.cli.common import (
     format_of,
     inspect_input,
     is_remote,
+    missing_column,
     read_with,
 )
 from windowkit.cli.expressions import check_sql
@@ -254,12 +255,7 @@ def _ddl_fields(ddl: str) -> dict[str, str]:
 
 
 def _missing_column(where: str, key: str, column: str, info: InputInfo) -> PipelineError:
-    import difflib
-
-    close = difflib.get_close_matches(column, info.columns or (), n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return PipelineError(f"{where}: `{key}` names column {column!r}, which {info.path} does not "
-                         f"have{hint}; its columns: {', '.join(info.columns or ())}")
+    return PipelineError(f"{where}: {missing_column(f'`{key}`', column, info)}")
 
 
 def _check_step_columns(pipeline: Pipeline, step: Step, infos: dict[str, InputInfo]) -> None:
