@@ -58,12 +58,29 @@ class CommandParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        """Print ``message`` on one line, pointing at ``--help``, and exit with code 2."""
+        """Print ``message`` on one line, pointing at ``--help``, and exit with code 2.
+
+        Examples
+        --------
+        >>> import contextlib, io
+        >>> with contextlib.redirect_stderr(io.StringIO()) as err, contextlib.suppress(SystemExit):
+        ...     CommandParser(prog="windowkit fill").error("the following arguments are required")
+        >>> err.getvalue()
+        'windowkit fill: the following arguments are required (see windowkit fill --help)\\n'
+        """
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
     def parse_args(self, args=None, namespace=None) -> argparse.Namespace:  # type: ignore[override]
         """Parse ``args``; an argument no parser knows is reported by its subcommand's parser,
-        with the option it is closest to."""
+        with the option it is closest to.
+
+        Examples
+        --------
+        >>> p = CommandParser(prog="w")
+        >>> _ = p.add_argument("--slot", default="30 seconds")
+        >>> p.parse_args([]).slot
+        '30 seconds'
+        """
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
             parser = command_parser(self, parsed) or self

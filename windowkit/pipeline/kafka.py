@@ -39,7 +39,13 @@ def _spark_version() -> str:
 
 
 def spark_home(env: Mapping[str, str]) -> str:
-    """``SPARK_HOME``, else the installed pyspark's folder (what pyspark starts Spark from)."""
+    """``SPARK_HOME``, else the installed pyspark's folder (what pyspark starts Spark from).
+
+    Examples
+    --------
+    >>> spark_home({"SPARK_HOME": "/opt/spark"}), os.path.basename(spark_home({}))
+    ('/opt/spark', 'pyspark')
+    """
     if env.get("SPARK_HOME"):
         return env["SPARK_HOME"]
     import importlib.util
