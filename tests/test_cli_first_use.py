@@ -139,7 +139,9 @@ def test_issue_38_a_misspelled_flag_is_one_line_with_a_suggestion(readings, tmp_
 
 def test_issue_38_other_argparse_mistakes_are_one_line_too(tmp_path):
     line = error_line("frames", "--kind", "tresholds")
-    assert line.startswith("windowkit frames: ") and "--help" in line
+    assert line.startswith("windowkit frames: ") and "did you mean 'threshold'?" in line
+    line = error_line("frmes", "--input", "x")
+    assert line.startswith("windowkit: ") and "did you mean 'frames'?" in line
 
 
 # ------------------------------------------------------------------ messages name the flags

@@ -68,7 +68,7 @@ class CommandParser(argparse.ArgumentParser):
         >>> err.getvalue()
         'windowkit fill: the following arguments are required (see windowkit fill --help)\\n'
         """
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: {with_suggestion(message)} (see {self.prog} --help)\n")
 
     def parse_args(self, args=None, namespace=None) -> argparse.Namespace:  # type: ignore[override]
         """Parse ``args``; an argument no parser knows is reported by its subcommand's parser,
@@ -86,6 +86,25 @@ class CommandParser(argparse.ArgumentParser):
             parser = command_parser(self, parsed) or self
             parser.exit(2, f"{parser.prog}: {unknown_option_message(parser, extras)}\n")
         return parsed
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<given>[^']*)' \(choose from (?P<choices>.*)\)$")
+
+
+def with_suggestion(message: str) -> str:
+    """argparse's ``message``, with the closest choice to a value outside its choices.
+
+    Examples
+    --------
+    >>> with_suggestion("--kind: invalid choice: 'delt' (choose from 'boundary', 'delta')")
+    "--kind: invalid choice: 'delt' (choose from 'boundary', 'delta'); did you mean 'delta'?"
+    """
+    found = _INVALID_CHOICE.search(message)
+    if found is None:
+        return message
+    choices = re.findall(r"'([^']*)'", found.group("choices"))
+    close = difflib.get_close_matches(found.group("given"), choices, n=1)
+    return f"{message}; did you mean {close[0]!r}?" if close else message
 
 
 def command_parser(parser: argparse.ArgumentParser,
