@@ -58,11 +58,11 @@ def test_checks_fail_in_one_line_before_spark_starts_issue16(tmp_path, capsys):
         (args(**{"--output": str(foreign)}), "holds files windowkit did not write"),
         (args(**{"--output": a_file}), "is a file; give a directory"),
         (args(**{"--unit": "ticks", "--tick": "1 day"}), "`--time` is required with `--unit"),
-        (args(**{"--epsilon": "2"}), r"`epsilon` must be in \(0, 1\); got 2.0"),
+        (args(**{"--epsilon": "2"}), r"`--epsilon` must be in \(0, 1\); got 2.0"),
         (args(**{"--stream": None}), "`--checkpoint` is required with `--stream`"),
         # Spark's count_min_sketch, whose hash family the sketches share, takes an int seed
         (args(**{"--seed": "2147483648"}),
-         r"`seed` must be an integer in \[0, 2147483647\]; got 2147483648"),
+         r"`--seed` must be an integer in \[0, 2147483647\]; got 2147483648"),
     ]
     for argv, message in cases:
         assert main(argv) == 2, argv

@@ -61,11 +61,11 @@ def test_cli_frames_stream_gives_the_batch_frames(spark, tmp_path):
             key + ["n_tuples"]])
 
 
-def test_cli_rejects_bad_parameters_with_a_clear_message(capsys):
-    code = main(["frames", "--input", "x", "--time", "t", "--when", "v > 1", "--output", "o",
-                 "--schedule", "soon"])
+def test_cli_rejects_bad_parameters_with_a_clear_message(tmp_path, capsys):
+    code = main(["frames", "--input", str(_csv(tmp_path)), "--time", "ts", "--when",
+                 "loss_rate > 1", "--output", str(tmp_path / "o"), "--schedule", "soon"])
     assert code == 2
-    assert "`schedule` must be a positive duration" in capsys.readouterr().out
+    assert "`--schedule` must be a positive duration" in capsys.readouterr().out
 
 
 def test_cli_reads_standard_csv_quoting_issue16(spark, tmp_path):
@@ -143,7 +143,7 @@ def _csv(tmp_path):
     return tmp_path / "readings.csv"
 
 
-def test_cli_offers_extent_and_duplicates_to_every_kind_where_they_apply(capsys):
+def test_cli_offers_extent_and_duplicates_to_every_kind_where_they_apply(tmp_path, capsys):
     # --extent reaches threshold frames too; --duplicates any/all is refused before Spark
     # starts where the values are not truth values
     from unittest import mock
@@ -151,14 +151,15 @@ def test_cli_offers_extent_and_duplicates_to_every_kind_where_they_apply(capsys)
     from windowkit.cli import build_parser
     from windowkit.cli.frames import _check_kind, _frames
 
-    base = ["frames", "--input", "x", "--time", "t", "--output", "o"]
-    args = build_parser().parse_args([*base, "--when", "v > 1", "--extent", "liberal",
+    base = ["frames", "--input", str(_csv(tmp_path)), "--time", "ts", "--output",
+            str(tmp_path / "o")]
+    args = build_parser().parse_args([*base, "--when", "loss_rate > 1", "--extent", "liberal",
                                       "--duplicates", "any"])
     _check_kind(args)
     with mock.patch("windowkit.spark.threshold_frames") as threshold_frames:
         _frames("df", args)
     assert threshold_frames.call_args.kwargs["extent"] == "liberal"
     assert threshold_frames.call_args.kwargs["duplicates"] == "any"
-    assert main([*base, "--kind", "delta", "--value", "v", "--x", "2", "--duplicates",
+    assert main([*base, "--kind", "delta", "--value", "loss_rate", "--x", "2", "--duplicates",
                  "all"]) == 2
-    assert "`duplicates` must be 'keep' for DeltaFraming" in capsys.readouterr().out
+    assert "`--duplicates` must be 'keep' for DeltaFraming" in capsys.readouterr().out

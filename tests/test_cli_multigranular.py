@@ -48,7 +48,7 @@ def test_cli_refuses_a_bad_distinct_precision_before_spark_starts(capsys):
                  "--distinct", "d", "--distinct-precision", "30", "--output", "o",
                  "--aggregates", "count", "--window", "RANGES 1 MINUTE SLIDES 1 SECOND"])
     assert code == 2
-    assert "`distinct_precision` must be an integer in [4, 21]; got 30" in capsys.readouterr().out
+    assert "`--distinct-precision` must be an integer in [4, 21]; got 30" in capsys.readouterr().out
 
 
 def test_cli_reads_integer_nanoseconds_with_time_unit_ns(spark, tmp_path):

@@ -77,15 +77,14 @@ def test_stream_over_parquet_files(spark, tmp_path):
         (1, "a"), (2, "a"), (3, "a"), (3, "b"), (4, "a"), (4, "b")]  # [2, 5] has a once
 
 
-@pytest.mark.parametrize(("option", "value", "name"), [
-    ("--alpha", "1.5", "alpha"), ("--epsilon", "0.9", "epsilon"),
-    ("--window-slots", "0", "window_slots"), ("--slot", "3 rows", "slot"),
+@pytest.mark.parametrize(("option", "value"), [
+    ("--alpha", "1.5"), ("--epsilon", "0.9"), ("--window-slots", "0"), ("--slot", "3 rows"),
 ])
-def test_bad_parameters_exit_2_before_spark(capsys, option, value, name):
+def test_bad_parameters_exit_2_before_spark(capsys, option, value):
     argv = ["persistent", "--input", "x", "--output", "y", "--item", "i", "--time", "t",
             option, value]
     assert main(argv) == 2
-    assert f"`{name}`" in capsys.readouterr().out
+    assert f"`{option}`" in capsys.readouterr().out  # the option, not the Python parameter
 
 
 def test_exact_refuses_streams(capsys):
@@ -106,4 +105,4 @@ def test_plot_needs_at_least_one_item(capsys):
     argv = ["persistent", "--input", "x", "--output", "y", "--item", "i", "--time", "t",
             "--plot", "p.png", "--plot-items", "0"]
     assert main(argv) == 2
-    assert "`plot_items`" in capsys.readouterr().out
+    assert "`--plot-items`" in capsys.readouterr().out

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from windowkit.core.persistence.operator import PersistentItemsOperator
+from windowkit.core.sketch_defaults import DEFAULT_PERSISTENCE_DELTA
 from windowkit.reference import persistence as ref
 from windowkit.spark.chunk_store import SPLIT_AT
 from windowkit.spark.persistent import (
@@ -57,11 +58,13 @@ def to_spark(spark, pdf: pd.DataFrame):
         "item", "timestamp_micros(us) AS t")
 
 
-def core_run(pdf: pd.DataFrame, alpha, epsilon, window, sliding=True, seed=0) -> list[tuple]:
-    """The same operator over the same rows, one instance, in time order."""
+def core_run(pdf: pd.DataFrame, alpha, epsilon, window, sliding=True, seed=0,
+             delta=DEFAULT_PERSISTENCE_DELTA) -> list[tuple]:
+    """The same operator over the same rows, with the API's default instances, in time order."""
     op = PersistentItemsOperator(
         alpha, epsilon, window, SLOT_US, mode="sliding" if sliding else "fixed",
-        item_type="string" if pdf["item"].dtype == object else "int64", seed=seed)
+        item_type="string" if pdf["item"].dtype == object else "int64", seed=seed,
+        delta=delta)
     rows = pdf.rename(columns={"t": "time"}).sort_values("time", kind="stable")
     out = pd.concat([op.process(rows.reset_index(drop=True)), op.finish()], ignore_index=True)
     return sorted((int(s), i, float(e)) for s, i, e in out.itertuples(index=False))

@@ -19,7 +19,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
@@ -91,12 +91,15 @@ def add_spark_arguments(parser: argparse.ArgumentParser, default_master: str = "
 class InputInfo:
     """What was learnt of ``--input`` before Spark starts.
 
-    ``columns`` is None where they cannot be read without Spark (a remote path).
+    ``columns`` is None where they cannot be read without Spark (a remote path); ``types``
+    (column -> type name) where the input's schema says them (Parquet, a DDL schema), else
+    None.
     """
 
     path: str
     format: str
     columns: tuple[str, ...] | None
+    types: Mapping[str, str] | None = None
 
 
 def is_remote(path: str) -> bool:
@@ -140,8 +143,9 @@ def data_files(path: str) -> list[str]:
     return found
 
 
-def inspect_input(path: str, fmt: str | None) -> InputInfo:
-    """Check ``--input`` and ``--format`` before Spark starts; read the column names.
+def inspect_input(path: str, fmt: str | None, option: str = "--input") -> InputInfo:
+    """Check an input path (given as ``option``) and its format before Spark starts; read its
+    column names (and, from a Parquet footer, their types).
 
     Examples
     --------
@@ -150,6 +154,7 @@ def inspect_input(path: str, fmt: str | None) -> InputInfo:
     ...
     ValueError: `--input` /no/such/dir does not exist
     """
+    named = f"`{option}` {path}"
     if is_remote(path):
         if fmt is None:
             fmt = format_of(path)
@@ -159,58 +164,65 @@ def inspect_input(path: str, fmt: str | None) -> InputInfo:
         return InputInfo(path, fmt, None)
     local = _local(path)
     if not os.path.exists(local):
-        msg = f"`--input` {path} does not exist"
+        msg = f"{named} does not exist"
         raise ValueError(msg)
     files = data_files(local)
     if not files:
-        msg = f"`--input` {path} holds no data files"
+        msg = f"{named} holds no data files"
         raise ValueError(msg)
     if fmt is None:
         found = {format_of(os.path.basename(f)) for f in files}
         if len(found) != 1 or None in found:
             names = ", ".join(sorted({os.path.basename(f) for f in files})[:3])
-            msg = (f"cannot tell the format of `--input` {path} from its file names ({names}); "
+            msg = (f"cannot tell the format of {named} from its file names ({names}); "
                    f"pass `--format` csv, json or parquet")
             raise ValueError(msg)
         fmt = found.pop()
     nonempty = [f for f in files if os.path.getsize(f) > 0]
     if not nonempty:
-        msg = f"`--input` {path} is empty"
+        msg = f"{named} is empty"
         raise ValueError(msg)
-    return InputInfo(path, fmt, _columns(nonempty[0], fmt, path))
+    try:
+        columns, types = _columns(nonempty[0], fmt)
+    except ValueError as exc:
+        msg = f"{named} {exc}"
+        raise ValueError(msg) from exc
+    return InputInfo(path, fmt, columns, types)
 
 
-def _columns(file: str, fmt: str, shown: str) -> tuple[str, ...]:
+def _columns(file: str, fmt: str) -> tuple[tuple[str, ...], dict[str, str] | None]:
+    """The columns of a data file (and their types, from a Parquet footer); ``ValueError``
+    saying what is wrong with the file, to follow its name."""
     try:
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
-            return tuple(pq.read_schema(file).names)
+            schema = pq.read_schema(file)
+            return tuple(schema.names), {f.name: str(f.type) for f in schema}
         with _open_text(file) as handle:
             if fmt == "csv":
                 header = next(csv.reader(handle), None)
                 if header is None:
-                    msg = f"`--input` {shown} is empty"
+                    msg = "is empty"
                     raise ValueError(msg)
-                return tuple(h.strip() for h in header)
+                return tuple(h.strip() for h in header), None
             names: dict[str, None] = {}
             for _, line in zip(range(100), handle, strict=False):
                 if line.strip():
                     record = json.loads(line)
                     if isinstance(record, dict):
                         names.update(dict.fromkeys(record))
-            return tuple(names)
+            return tuple(names), None
     except ValueError as exc:
-        if str(exc).startswith("`--input`"):
+        if str(exc) == "is empty":
             raise
-        msg = f"`--input` {shown} is not valid {fmt.upper()} ({_first_line(exc)}); check `--format`"
+        msg = f"is not valid {fmt.upper()} ({_first_line(exc)}); check `--format`"
         raise ValueError(msg) from exc
     except (OSError, UnicodeDecodeError) as exc:
-        msg = f"`--input` {shown} is not readable as {fmt.upper()} ({_first_line(exc)}); " \
-              "check `--format`"
+        msg = f"is not readable as {fmt.upper()} ({_first_line(exc)}); check `--format`"
         raise ValueError(msg) from exc
     except Exception as exc:  # pyarrow's own errors for a file that is not Parquet
-        msg = f"`--input` {shown} is not valid {fmt.upper()} ({_first_line(exc)}); check `--format`"
+        msg = f"is not valid {fmt.upper()} ({_first_line(exc)}); check `--format`"
         raise ValueError(msg) from exc
 
 
@@ -241,12 +253,25 @@ def check_columns(info: InputInfo, **options: str | None) -> None:
     for option, column in options.items():
         if column is None or column in info.columns:
             continue
-        close = difflib.get_close_matches(column, info.columns, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        flag = "--" + option.replace("_", "-")
-        msg = (f"`{flag}` names column {column!r}, which {info.path} does not have{hint}; "
-               f"its columns: {', '.join(info.columns)}")
-        raise ValueError(msg)
+        raise ValueError(missing_column("`--" + option.replace("_", "-") + "`", column, info))
+
+
+def missing_column(named: str, column: str, info: InputInfo) -> str:
+    """The message for ``named`` (an option, a pipeline key, an expression) naming ``column``,
+    which ``info`` lacks: the closest column, and all of them.
+
+    Examples
+    --------
+    >>> missing_column("`by`", "ruter", InputInfo("r.csv", "csv", ("router", "ts")))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    "`by` names column 'ruter', which r.csv does not have (did you mean 'router'?);
+    its columns: router, ts"
+    """
+    columns = info.columns or ()
+    close = difflib.get_close_matches(column, columns, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return (f"{named} names column {column!r}, which {info.path} does not have{hint}; "
+            f"its columns: {', '.join(columns)}")
 
 
 def read_input(spark, args: argparse.Namespace, info: InputInfo, schema=None):
@@ -450,7 +475,8 @@ def start_spark(args: argparse.Namespace, app_name: str, progress: Progress):
     from windowkit.spark.session import windowkit_session
 
     remote = getattr(args, "remote", None)
-    progress.step(f"starting Spark ({remote or args.master or 'local[*]'})")
+    default = "spark-submit's master" if "PYSPARK_GATEWAY_PORT" in os.environ else "local[*]"
+    progress.step(f"starting Spark ({remote or args.master or default})")
     return windowkit_session(args.master, app_name=app_name,
                              quiet=not getattr(args, "verbose", False), remote=remote)
 

@@ -37,7 +37,7 @@ from windowkit.cli.time_check import (
     check_time_tolerance,
     warn_time_outliers,
 )
-from windowkit.core.sketches.operator import DEFAULT_DELTA, DEFAULT_EPSILON
+from windowkit.core.sketch_defaults import DEFAULT_DELTA, DEFAULT_EPSILON
 
 ALGORITHM_CHOICES = ("splitter", "proportional", "simple", "perfect")
 
@@ -51,13 +51,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     >>> register(parser.add_subparsers(dest="command"))
     >>> args = parser.parse_args(["countmin", "--input", "in", "--output", "out", "--item", "ip",
     ...                           "--window", "1000"])
-    >>> args.algorithm, args.epsilon, args.delta, args.snapshot_every, args.func is run
+    >>> args.algorithm, args.epsilon, args.delta, args.snapshot_every, args.handler is run
     ('splitter', 0.01, 0.25, None, True)
     """
     parser = subparsers.add_parser(
         "countmin",
         help="windowed Count-Min frequency estimates / heavy hitters (DistCM)",
-        description=__doc__.splitlines()[0],
+        description="Windowed Count-Min (DistCM) estimates of how often each item occurred "
+                    "in the last --window rows (or ticks) of the input, or with "
+                    "--heavy-hitters its heavy hitters. Writes OUTPUT/estimates (or "
+                    "OUTPUT/heavy_hitters; a stream: OUTPUT/snapshots) and OUTPUT/rejected.",
     )
     add_io_arguments(parser, stream=True)
     parser.add_argument("--item", required=True, help="item column")
@@ -70,11 +73,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "the window stays the whole stream's")
     parser.add_argument("--window", type=int, required=True,
                         help="window N of the whole stream, in samples or ticks")
-    parser.add_argument("--unit", choices=("samples", "ticks"), default="samples")
+    parser.add_argument("--unit", choices=("samples", "ticks"), default="samples",
+                        help="what --window counts: rows (samples) or --tick periods of --time "
+                             "(ticks)")
     parser.add_argument("--tick", default=None, help="tick length with --unit ticks, '1 day'")
-    parser.add_argument("--algorithm", choices=ALGORITHM_CHOICES, default="splitter")
-    parser.add_argument("--epsilon", type=float, default=DEFAULT_EPSILON)
-    parser.add_argument("--delta", type=float, default=DEFAULT_DELTA)
+    parser.add_argument("--algorithm", choices=ALGORITHM_CHOICES, default="splitter",
+                        help="how expired rows leave the window's counters: splitter (sub-cells "
+                             "that decay), proportional, simple (one or two window blocks) or "
+                             "perfect (exact, every row of the window kept)")
+    parser.add_argument("--epsilon", type=float, default=DEFAULT_EPSILON,
+                        help="relative error of the estimates, in (0, 1): e/epsilon counters "
+                             "per row of the sketch")
+    parser.add_argument("--delta", type=float, default=DEFAULT_DELTA,
+                        help="probability that an estimate exceeds the error bound, in (0, 1): "
+                             "log2(1/delta) rows of counters")
     parser.add_argument("--shards", type=int, default=None,
                         help="number of DistCM sites (default 4 on every machine)")
     parser.add_argument("--snapshot-every", type=int, default=None, metavar="S",
@@ -82,11 +94,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "cadence is ceil(epsilon N)); default: at the end of the input "
                              "or of each micro-batch")
     parser.add_argument("--seed", type=int, default=0,
-                        help="hash seed of the sketches, 0 to 2147483647 (default 0)")
+                        help="hash seed of the sketches, 0 to 2147483647")
     parser.add_argument("--heavy-hitters", type=float, default=None, metavar="PHI",
                         help="write only items whose estimate reaches PHI x window count")
     add_time_check_arguments(parser)
-    parser.set_defaults(func=run)
+    parser.set_defaults(handler=run)
 
 
 def _check(args: argparse.Namespace):

@@ -33,7 +33,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "demo",
         help="a generated network day through all five techniques, with an HTML report",
-        description=__doc__.splitlines()[0],
+        description="Generate a network day, run the shipped pipeline network_day.toml on "
+                    "it (a copy is written to OUTPUT, to edit and rerun with windowkit run), "
+                    "print how many of the injected cases each step found and write the "
+                    "report to OUTPUT/results/report.html.",
     )
     p.add_argument("--output", default="out/demo", help="output directory")
     p.add_argument("--hours", type=float, default=24.0, help="length of the generated day")
@@ -42,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "of case still in it (a quick look; --hours is ignored)")
     p.add_argument("--seed", type=int, default=0, help="dataset seed")
     add_run_arguments(p, "local[*]")
-    p.set_defaults(func=run)
+    p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -24,6 +24,7 @@ from windowkit.cli.common import (
     summarize,
     write_outputs,
 )
+from windowkit.cli.expressions import check_sql
 from windowkit.core.durations import Duration
 
 
@@ -38,8 +39,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     >>> args.before, args.after, args.aggregate
     ('30 seconds', '0 seconds', ['n=count(*)'])
     """
-    p = subparsers.add_parser("fill", help="fill frames with the rows of another table",
-                              description=__doc__.splitlines()[0])
+    p = subparsers.add_parser(
+        "fill", help="fill frames with the rows of another table",
+        description="Fill frames written by windowkit frames with the rows of --input: each "
+                    "frame [start - --before, end + --after) gets the rows of its --by key "
+                    "whose time falls in it (one row per frame and row, or one row of "
+                    "--aggregate values per frame). Writes OUTPUT/filled and OUTPUT/rejected.")
     add_io_arguments(p, stream=False)
     p.add_argument("--frames", required=True,
                    help="frames as written by `windowkit frames` (OUTPUT/frames, Parquet)")
@@ -51,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--aggregate", action="append", default=None, metavar="NAME=SQL",
                    help="an aggregate per frame, e.g. 'n=count(*)' (repeatable); without it, "
                         "one output row per frame and filler row")
-    p.set_defaults(func=run)
+    p.set_defaults(handler=run)
 
 
 def parse_aggregates(specs: list[str] | None) -> dict[str, str] | None:
@@ -81,10 +86,12 @@ def run(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value.strip().split(" ")[0] not in ("0", "0.0"):
             Duration.parse(value, f"--{name}", allow_rows=False)
-    frames_info = inspect_input(args.frames, "parquet")
+    frames_info = inspect_input(args.frames, "parquet", "--frames")
     check_columns(frames_info, by=args.by)
     info = inspect_input(args.input, args.format)
     check_columns(info, time=args.time, by=args.by)
+    for expression in (aggregates or {}).values():
+        check_sql(expression, "--aggregate", info, predicate=False)
     check_output(args.output, args.overwrite, parts=("filled",))
     progress = Progress()
     spark = start_spark(args, "windowkit fill", progress)

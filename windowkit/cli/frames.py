@@ -19,13 +19,7 @@ from windowkit.cli.common import (
     summarize,
     write_outputs,
 )
-from windowkit.core.frames import (
-    AggregateFramer,
-    BoundaryFramer,
-    DeltaFramer,
-    SequenceFrameSpec,
-    ThresholdFramer,
-)
+from windowkit.cli.expressions import check_sql
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -75,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="rows of one key at one time: all are reports (keep), or, threshold "
                         "only, one report that holds if any / all of them hold")
     p.add_argument("--shards", type=int, default=None, help="Spark groups the keys share")
-    p.set_defaults(func=run)
+    p.set_defaults(handler=run)
 
 
 KINDS = ("threshold", "boundary", "delta", "aggregate")
@@ -83,11 +77,12 @@ KINDS = ("threshold", "boundary", "delta", "aggregate")
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``frames`` subcommand; return the exit code."""
-    _check_kind(args)
     check_positive("shards", args.shards)
     check_stream_options(args)
     info = inspect_input(args.input, args.format)
     check_columns(info, time=args.time, by=args.by, value=args.value)
+    check_sql(args.when, "--when", info)
+    _check_kind(args)
     check_output(args.output, args.overwrite, parts=("frames", "rejected"))
     progress = Progress()
     spark = start_spark(args, "windowkit frames", progress)
@@ -108,6 +103,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_kind(args: argparse.Namespace) -> None:
     """The options each kind needs, before Spark starts: the core framer is built once."""
+    from windowkit.core.frames import (
+        AggregateFramer,
+        BoundaryFramer,
+        DeltaFramer,
+        SequenceFrameSpec,
+        ThresholdFramer,
+    )
+
     spec = SequenceFrameSpec.create(args.min_duration, args.missing, args.schedule,
                                     args.fragment_every, args.extent, args.duplicates)
     if args.kind == "threshold":

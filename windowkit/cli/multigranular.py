@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "rows) and with --recurring OUTPUT/recurring as Parquet. With --distinct COL "
                     "the reports get a column distinct_COL: the estimated number of distinct "
                     "COL values in each level's window (HyperLogLog sketches, exact up to a few "
-                    "hundred values, then about 1.6%% relative error at --distinct-precision "
+                    "hundred values, then about 1.6% relative error at --distinct-precision "
                     "12).",
     )
     add_io_arguments(p)
@@ -51,15 +51,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "distinct_COL), e.g. destinations per source")
     p.add_argument("--distinct-precision", type=int, default=DEFAULT_PRECISION,
                    help="lgConfigK of the distinct-count sketches, 4..21 (relative error "
-                        "1.04/sqrt(2^N); default %(default)s)")
-    p.add_argument("--report", choices=("periodic", "continuous"), default="periodic")
+                        "1.04/sqrt(2^N))")
+    p.add_argument("--report", choices=("periodic", "continuous"), default="periodic",
+                   help="periodic: each level reports when it slides; continuous: every "
+                        "level reports at every slide of the finest level")
     p.add_argument("--shards", type=int, default=None, help="Spark groups the keys share")
     p.add_argument("--plot", default=None, help="PNG: one key's values and each level's mean")
-    p.set_defaults(func=run)
+    p.set_defaults(handler=run)
+
+
+def parse_weights(text: str | None) -> tuple[float, ...] | None:
+    """``--weights``: comma-separated numbers, one per level.
+
+    Examples
+    --------
+    >>> parse_weights("1, 0.5")
+    (1.0, 0.5)
+    >>> parse_weights("1,half")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: `--weights` must be comma-separated numbers, one per level, ...; got '1,half'
+    """
+    if text is None:
+        return None
+    try:
+        return tuple(float(w) for w in text.split(","))
+    except ValueError as exc:
+        msg = (f"`--weights` must be comma-separated numbers, one per level, e.g. '1,0.5'; "
+               f"got {text!r}")
+        raise ValueError(msg) from exc
 
 
 def _config(args: argparse.Namespace) -> AggregatorConfig:
-    weights = None if args.weights is None else tuple(float(w) for w in args.weights.split(","))
+    weights = parse_weights(args.weights)
     return AggregatorConfig(MultiGranularSpec.parse(args.window),
                             tuple(a.strip() for a in args.aggregates.split(",") if a.strip()),
                             args.regression, weights, args.report, args.distinct is not None,

@@ -23,9 +23,7 @@ from windowkit.cli.time_check import (
     check_time_tolerance,
     warn_time_outliers,
 )
-from windowkit.core.durations import to_micros
-from windowkit.core.persistence import PersistenceConfig
-from windowkit.core.validation import check_in_range, check_int
+from windowkit.core.sketch_defaults import DEFAULT_PERSISTENCE_DELTA
 
 
 def register(subparsers) -> None:
@@ -37,7 +35,7 @@ def register(subparsers) -> None:
     >>> register(parser.add_subparsers(dest="command"))
     >>> args = parser.parse_args(["persistent", "--input", "in", "--output", "out",
     ...                           "--item", "ip", "--time", "t", "--window-slots", "288"])
-    >>> args.window_slots, args.slot, args.alpha, args.epsilon, args.func is run
+    >>> args.window_slots, args.slot, args.alpha, args.epsilon, args.handler is run
     (288, '30 seconds', 0.5, None, True)
     """
     parser = subparsers.add_parser(
@@ -59,8 +57,10 @@ def register(subparsers) -> None:
     parser.add_argument("--epsilon", type=float, default=None,
                         help="uncertainty in (0, alpha): lower = more exact, more memory "
                              "(default alpha / 2)")
-    parser.add_argument("--delta", type=float, default=None,
-                        help="false-negative probability (runs more sketch instances)")
+    parser.add_argument("--delta", type=float, default=DEFAULT_PERSISTENCE_DELTA,
+                        help="probability of missing a persistent item in a window, in (0, 1): "
+                             "ceil(ln(1/delta) / 2) sketch instances run (3 for 0.01; one "
+                             "instance misses with probability up to e^-2, about 0.135)")
     parser.add_argument("--fixed", action="store_true", help="tumbling instead of sliding")
     parser.add_argument("--origin", default=None,
                         help="start of slot 0, e.g. '2024-01-01' (default 1970-01-01 UTC, "
@@ -75,7 +75,7 @@ def register(subparsers) -> None:
     parser.add_argument("--plot-items", type=int, default=30,
                         help="items in the --plot heatmap (those reported in most windows)")
     add_time_check_arguments(parser)
-    parser.set_defaults(func=run)
+    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -126,6 +126,10 @@ def run(args: argparse.Namespace) -> int:
     counts = write_outputs(result, args, lambda r: dict(zip(
         ("persistent", "rejected"), split_persistent(r), strict=True)), progress)
     progress.step(f"wrote {args.output}: {summarize(counts)}")
+    print(f"persistent: {os.path.join(args.output, 'persistent')}\n"
+          f"rejected:   {os.path.join(args.output, 'rejected')}")
+    if not args.exact:
+        print(guarantee(args.alpha, epsilon, args.window_slots, args.delta))
     if args.plot:
         written = spark.read.parquet(os.path.join(args.output, "persistent"))
         _plot_top_items(written, args.plot, item=args.item, value="estimate",
@@ -134,7 +138,32 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def guarantee(alpha: float, epsilon: float, window_slots: int, delta: float | None) -> str:
+    """The sketch's guarantee for these parameters, in one line.
+
+    Examples
+    --------
+    >>> guarantee(0.5, 0.25, 100, 0.01)  # doctest: +NORMALIZE_WHITESPACE
+    "guarantee: an item in at least 50 of a window's 100 slots (alpha 0.5) is missed with
+    probability at most 0.01 (3 sketch instances); one in fewer than 25 is never reported
+    (alpha - epsilon)"
+    """
+    from windowkit.core.persistence import PersistenceConfig
+
+    config = PersistenceConfig(alpha=alpha, epsilon=epsilon, n=window_slots, delta=delta)
+    miss = f"{delta:g}" if delta is not None else "e^-2 (about 0.135)"
+    plural = "s" if config.instances > 1 else ""
+    return (f"guarantee: an item in at least {alpha * window_slots:g} of a window's "
+            f"{window_slots} slots (alpha {alpha:g}) is missed with probability at most {miss} "
+            f"({config.instances} sketch instance{plural}); one in fewer than "
+            f"{config.min_count} is never reported (alpha - epsilon)")
+
+
 def _check_parameters(args: argparse.Namespace, epsilon: float) -> None:
+    from windowkit.core.durations import to_micros
+    from windowkit.core.persistence import PersistenceConfig
+    from windowkit.core.validation import check_in_range, check_int
+
     to_micros(args.slot, "slot")
     check_int("window_slots", args.window_slots, 1)
     if args.exact:

@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_run_arguments(p, "the file's [pipeline] master or remote, else local[*]")
     p.add_argument("--quiet", action="store_true",
                    help="print no warning (of a step's newest time far beyond the others)")
-    p.set_defaults(func=run)
+    p.set_defaults(handler=run)
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, default_master: str) -> None:
@@ -64,7 +64,9 @@ def run(args: argparse.Namespace) -> int:
     from windowkit.pipeline.spec import load_pipeline
 
     pipeline = load_pipeline(args.pipeline, output=args.output)
-    infos = check_pipeline_inputs(pipeline, overwrite=args.overwrite, stream=args.stream)
+    remote = args.remote if args.master or args.remote else pipeline.remote
+    infos = check_pipeline_inputs(pipeline, overwrite=args.overwrite, stream=args.stream,
+                                  remote=remote)
     if args.check:
         print(f"{args.pipeline}: {len(pipeline.sources)} sources and {len(pipeline.steps)} "
               "steps checked")

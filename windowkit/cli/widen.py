@@ -11,8 +11,6 @@ from __future__ import annotations
 import argparse
 import os
 
-import pandas as pd
-
 from windowkit.cli.common import (
     Progress,
     add_spark_arguments,
@@ -29,7 +27,6 @@ from windowkit.cli.common import (
 )
 from windowkit.cli.ownership import FILE, record_part
 from windowkit.core.durations import TIME_UNITS, to_micros
-from windowkit.core.widening import EpisodeDetector, WideningConfig, WindowWidening
 
 TEXT_FORMATS = ("strace", "syscalls")
 #: What a text trace's run writes, as CSV files of its own.
@@ -64,7 +61,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-length", type=int, default=32, help="L: rows a pattern spans")
     p.add_argument("--max-duration", default=None, help="T: longest pattern duration")
     p.add_argument("--levels", type=int, default=None, help="number of levels instead of T")
-    p.add_argument("--report", choices=("first", "all"), default="first")
+    p.add_argument("--report", choices=("first", "all"), default="first",
+                   help="a match is reported once, at its first detection (first), or in "
+                        "every window holding it (all)")
     p.add_argument("--key", choices=("pid", "host"), default="pid",
                    help="strace: one key per process or one for the host")
     p.add_argument("--unit", default="1 second", help="syscalls: time between two lines")
@@ -79,12 +78,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_spark_arguments(p, when="tables: ")
     p.add_argument("--stream", action="store_true", help="tables: Structured Streaming")
     p.add_argument("--checkpoint", default=None, help="checkpoint directory for --stream")
-    p.add_argument("--max-files-per-trigger", type=int, default=1)
+    p.add_argument("--max-files-per-trigger", type=int, default=1,
+                   help="tables: files per micro-batch with --stream")
     p.add_argument("--late", default="1 minute", help="--stream: watermark delay")
-    p.set_defaults(func=run)
+    p.set_defaults(handler=run)
 
 
-def load_episode(spec: str) -> EpisodeDetector:
+def load_episode(spec: str):
     """The detector of ``--episode``: a file's episode or ``remote-shell``; errors name the file.
 
     Examples
@@ -92,6 +92,8 @@ def load_episode(spec: str) -> EpisodeDetector:
     >>> load_episode("remote-shell").episode.arg_names
     ('exe', 'fd')
     """
+    from windowkit.core.widening import EpisodeDetector
+
     if spec.strip() == "remote-shell":
         return EpisodeDetector("remote-shell")
     if not os.path.isfile(spec):
@@ -108,6 +110,8 @@ def load_episode(spec: str) -> EpisodeDetector:
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``widen`` subcommand; return the exit code."""
+    from windowkit.core.widening import WideningConfig
+
     detector = load_episode(args.episode)
     config = WideningConfig.create(args.base, args.max_length, args.max_duration, args.levels,
                                    args.report)
@@ -122,8 +126,10 @@ def run(args: argparse.Namespace) -> int:
     return _run_table(args, detector, config)
 
 
-def _run_trace(args: argparse.Namespace, detector: EpisodeDetector,
-               config: WideningConfig) -> int:
+def _run_trace(args: argparse.Namespace, detector, config) -> int:
+    import pandas as pd
+
+    from windowkit.core.widening import WindowWidening
     from windowkit.core.widening.syscalls import read_strace, read_syscalls
 
     with open(args.input, encoding="utf-8", errors="replace") as f:
@@ -147,14 +153,13 @@ def _run_trace(args: argparse.Namespace, detector: EpisodeDetector,
     return 0
 
 
-def _counts(rejected: pd.DataFrame) -> str:
+def _counts(rejected) -> str:
     if not len(rejected):
         return "none"
     return ", ".join(f"{n} {reason}" for reason, n in rejected["reason"].value_counts().items())
 
 
-def _run_table(args: argparse.Namespace, detector: EpisodeDetector,
-               config: WideningConfig) -> int:
+def _run_table(args: argparse.Namespace, detector, config) -> int:
     check_positive("max_files_per_trigger", args.max_files_per_trigger)
     check_stream_options(args)
     info = inspect_input(args.input, args.format)

@@ -33,11 +33,14 @@ from windowkit.cli.common import (
     format_of,
     inspect_input,
     is_remote,
+    missing_column,
     read_with,
 )
+from windowkit.cli.expressions import check_sql
 from windowkit.cli.ownership import CHECKPOINT, FILE, SPARK, remove_part
 from windowkit.cli.time_check import warn_time_outliers
 from windowkit.pipeline.functions import FUNCTIONS, StepFunction
+from windowkit.pipeline.kafka import kafka_missing
 from windowkit.pipeline.progress import REJECTION_REASONS, MicroBatchProgress, StageProgress
 from windowkit.pipeline.spec import (
     Pipeline,
@@ -55,10 +58,14 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 # ------------------------------------------------------------------------ before Spark
 def check_pipeline_inputs(pipeline: Pipeline, overwrite: bool = False,
-                          stream: bool = False) -> dict[str, InputInfo]:
-    """What can be checked before Spark starts: each source's path, format and columns, the
-    columns each step names, custom framings, and the output location (with ``overwrite``,
-    a step's rows and checkpoint from a run of the other kind, batch or stream, are removed).
+                          stream: bool = False, remote: str | None = None
+                          ) -> dict[str, InputInfo]:
+    """What can be checked before Spark starts: each source's path, format and columns (a Kafka
+    source: that Spark here loads its connector, unless it runs on a Spark Connect ``remote``),
+    the columns each step names, its SQL predicates and expressions (against its input's
+    columns and, where known, types), custom framings, and the output location (with
+    ``overwrite``, a step's rows and checkpoint from a run of the other kind, batch or stream,
+    are removed).
 
     Examples
     --------
@@ -74,10 +81,11 @@ def check_pipeline_inputs(pipeline: Pipeline, overwrite: bool = False,
     ...
     windowkit.pipeline.spec.PipelineError: ...p.toml:10: `value` names column 'los', which ...
     """
-    infos = {name: _check_source(pipeline, name, source)
+    infos = {name: _check_source(pipeline, name, source, remote)
              for name, source in pipeline.sources.items()}
     for step in pipeline.steps:
         _check_step_columns(pipeline, step, infos)
+        _check_step_sql(pipeline, step, infos)
         for param in FUNCTIONS[step.function].objects:
             if param in step.params:
                 _import_object(pipeline, step, param)
@@ -184,21 +192,26 @@ def _check_sources_apart(pipeline: Pipeline) -> None:
                 raise PipelineError(msg)
 
 
-def _check_source(pipeline: Pipeline, name: str, source: SourceSection) -> InputInfo:
+def _check_source(pipeline: Pipeline, name: str, source: SourceSection,
+                  remote: str | None = None) -> InputInfo:
     where = pipeline.where("sources", name, "path")
     if source.format == "kafka":
         if source.schema_ is None:
             msg = (f"{pipeline.where('sources', name)}: a kafka source needs `schema`, the DDL "
                    "of its JSON messages (e.g. \"router string, time timestamp, loss double\")")
             raise PipelineError(msg)
-        return InputInfo(source.path, "kafka", _ddl_columns(source.schema_))
+        missing = kafka_missing(remote or pipeline.remote)
+        if missing is not None:
+            msg = f"{pipeline.where('sources', name, 'format')}: {missing}"
+            raise PipelineError(msg)
+        return _with_schema(InputInfo(source.path, "kafka", None), source.schema_)
     try:
         info = inspect_input(source.path, source.format)
     except ValueError as exc:
         msg = f"{where}: {str(exc).replace('`--input`', f'source {name!r}')}"
         raise PipelineError(msg) from exc
     if source.schema_ is not None:
-        info = InputInfo(info.path, info.format, _ddl_columns(source.schema_))
+        info = _with_schema(info, source.schema_)
     for attribute in ("time", "key"):
         column = getattr(source, attribute)
         if column is not None and info.columns is not None and column not in info.columns:
@@ -207,13 +220,19 @@ def _check_source(pipeline: Pipeline, name: str, source: SourceSection) -> Input
     return info
 
 
-def _ddl_columns(ddl: str) -> tuple[str, ...]:
-    """The top-level column names of a DDL schema string.
+def _with_schema(info: InputInfo, ddl: str) -> InputInfo:
+    """``info`` with the columns and types of a DDL schema string."""
+    fields = _ddl_fields(ddl)
+    return InputInfo(info.path, info.format, tuple(fields), fields)
+
+
+def _ddl_fields(ddl: str) -> dict[str, str]:
+    """The top-level columns of a DDL schema string, with their types.
 
     Examples
     --------
-    >>> _ddl_columns("a decimal(10, 2), b struct<x: int, y: int>, `c d` string")
-    ('a', 'b', 'c d')
+    >>> _ddl_fields("a decimal(10, 2), b struct<x: int, y: int>, `c d` string")
+    {'a': 'decimal(10, 2)', 'b': 'struct<x: int, y: int>', 'c d': 'string'}
     """
     fields, depth, current = [], 0, ""
     for char in ddl:
@@ -227,20 +246,16 @@ def _ddl_columns(ddl: str) -> tuple[str, ...]:
         else:
             current += char
     fields.append(current)
-    names = []
+    found = {}
     for field in (f.strip() for f in fields if f.strip()):
-        quoted = re.match(r"`([^`]*)`", field)
-        names.append(quoted.group(1) if quoted else field.split()[0])
-    return tuple(names)
+        quoted = re.match(r"`([^`]*)`\s*(.*)", field)
+        name, kind = quoted.groups() if quoted else (field.split(None, 1) + [""])[:2]
+        found[name] = kind.strip().lower()
+    return found
 
 
 def _missing_column(where: str, key: str, column: str, info: InputInfo) -> PipelineError:
-    import difflib
-
-    close = difflib.get_close_matches(column, info.columns or (), n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return PipelineError(f"{where}: `{key}` names column {column!r}, which {info.path} does not "
-                         f"have{hint}; its columns: {', '.join(info.columns or ())}")
+    return PipelineError(f"{where}: {missing_column(f'`{key}`', column, info)}")
 
 
 def _check_step_columns(pipeline: Pipeline, step: Step, infos: dict[str, InputInfo]) -> None:
@@ -267,6 +282,30 @@ def _check_step_columns(pipeline: Pipeline, step: Step, infos: dict[str, InputIn
         column = step.params.get(param)
         if isinstance(column, str) and _IDENTIFIER.match(column) and column not in info.columns:
             raise _missing_column(pipeline.where("steps", step.name, param), param, column, info)
+
+
+def _check_step_sql(pipeline: Pipeline, step: Step, infos: dict[str, InputInfo]) -> None:
+    """A step's SQL predicates (over its ``input``) and expressions (over its ``column_role``
+    input) parse and name its input's columns; a predicate is not plainly other than true or
+    false. A step reading another step's output is checked for syntax alone."""
+    function = FUNCTIONS[step.function]
+    unknown = InputInfo("", "", None)
+    checks = [(param, "input", True) for param in function.predicates]
+    checks += [(param, function.column_role, False) for param in function.expressions]
+    for param, role, predicate in checks:
+        value = step.params.get(param)
+        expressions = value.values() if isinstance(value, dict) else (
+            value if isinstance(value, list) else [value])
+        info = infos.get(step.inputs.get(role, "")) or unknown
+        for expression in expressions:
+            if not isinstance(expression, str):
+                continue  # the parameter's type is the spec's to refuse
+            try:
+                check_sql(expression, param, info, predicate=predicate)
+            except ValueError as exc:
+                where = pipeline.where("steps", step.name, param)
+                msg = f"{where}: {exc}"
+                raise PipelineError(msg) from exc
 
 
 def _import_object(pipeline: Pipeline, step: Step, param: str) -> Any:

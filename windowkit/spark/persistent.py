@@ -25,6 +25,7 @@ from pyspark.sql import types as T
 
 from windowkit.core.durations import origin_micros, to_micros
 from windowkit.core.persistence.operator import ITEM, PersistentItemsOperator
+from windowkit.core.sketch_defaults import DEFAULT_PERSISTENCE_DELTA
 from windowkit.core.validation import check_in_range, check_int
 from windowkit.spark.adapter import (
     DETAIL_OUT,
@@ -50,7 +51,7 @@ def persistent_items(
     window_slots: int = 100,
     alpha: float = 0.5,
     epsilon: float = 0.1,
-    delta: float | None = None,
+    delta: float | None = DEFAULT_PERSISTENCE_DELTA,
     sliding: bool = True,
     shards: int | None = None,
     late: str | None = "1 minute",
@@ -62,7 +63,7 @@ def persistent_items(
 
     Works on batch and streaming DataFrames alike. The guarantees are the sketch's: an item
     whose persistence is below ``(alpha - epsilon) * window_slots`` is never reported; an
-    alpha-persistent item is missed with probability at most ``e**-2`` (``delta`` if given);
+    alpha-persistent item is missed with probability at most ``delta`` (0.01 by default);
     the state per shard is about ``2 / (epsilon * window_slots)`` times the distinct
     (item, slot) pairs of the window.
 
@@ -92,7 +93,9 @@ def persistent_items(
     epsilon : float
         Uncertainty in (0, alpha).
     delta : float, optional
-        False-negative probability in (0, 1): runs ``ceil(ln(1/delta) / 2)`` instances.
+        False-negative probability in (0, 1): runs ``ceil(ln(1/delta) / 2)`` instances of the
+        sketch, 3 for the default 0.01 (None: one instance, which misses an alpha-persistent
+        item with probability at most ``e**-2``, about 0.135).
     sliding : bool
         Sliding windows ending at every slot (default), or tumbling windows of
         ``window_slots`` slots (``window_end_slot = k * window_slots + window_slots - 1``).

@@ -199,6 +199,10 @@ def _classic_conf(master: str, submitted: bool, shuffle_partitions: int | None,
         if simplified.lower() == "true":
             conf["spark.executorEnv.SPARK_SIMPLIFIED_TRACEBACK"] = "1"
     if quiet:
+        # Spark sets this level as the context starts: under spark-submit, whose JVM (and log
+        # configuration) predates this process, it is what keeps Spark's INFO lines out
+        conf["spark.log.level"] = "OFF"
+    if quiet and not submitted:
         config = os.path.join(os.path.dirname(__file__), "log4j2-quiet.properties")
         conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{config}"
     conf.update(extra_conf or {})

@@ -33,6 +33,8 @@ from windowkit.core.mergeable import MergeableOperator, MergePlan, Part
 from windowkit.core.operator import INPUT_END, StreamOperator
 from windowkit.core.registry import register
 from windowkit.core.serialization import pack_state, state_decoder, unpack_state
+from windowkit.core.sketch_defaults import DEFAULT_DELTA as DEFAULT_DELTA  # re-exported
+from windowkit.core.sketch_defaults import DEFAULT_EPSILON as DEFAULT_EPSILON  # re-exported
 from windowkit.core.sketches import (
     CountMin,
     PerfectWindowCM,
@@ -55,10 +57,6 @@ ITEM = "item"
 #: to about 50 rows.
 JVM_MAX_DEPTH = 40
 
-DEFAULT_EPSILON = 0.01
-"""The default relative error of the API and the CLI (``ceil(e / 0.01) = 272`` columns)."""
-DEFAULT_DELTA = 0.25
-"""The default failure probability of the API and the CLI (``ceil(log2(1 / 0.25)) = 2`` rows)."""
 
 
 @register()
