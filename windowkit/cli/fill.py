@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     info = inspect_input(args.input, args.format)
     check_columns(info, time=args.time, by=args.by)
     check_output(args.output, args.overwrite, parts=("filled",))
-    progress = Progress()
+    progress = Progress(quiet=getattr(args, "quiet", False))
     spark = start_spark(args, "windowkit fill", progress)
     from pyspark.sql import functions as F
 

@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     info = inspect_input(args.input, args.format)
     check_columns(info, time=args.time, by=args.by, value=args.value)
     check_output(args.output, args.overwrite, parts=("frames", "rejected"))
-    progress = Progress()
+    progress = Progress(quiet=getattr(args, "quiet", False))
     spark = start_spark(args, "windowkit frames", progress)
     from windowkit.spark import split_rejected
 

@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
                          recurring=args.recurring, distinct=args.distinct)
     parts = ("reports", "rejected", "recurring") if args.recurring else ("reports", "rejected")
     common.check_output(args.output, args.overwrite, parts=parts)
-    progress = Progress()
+    progress = Progress(quiet=getattr(args, "quiet", False))
     spark = common.start_spark(args, "windowkit multigranular", progress)
     from windowkit.spark import multi_granular, recurring_items, split_reports
 
