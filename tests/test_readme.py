@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -42,19 +43,40 @@ def test_the_readme_has_its_examples_issue38():
     assert len(first) == 2 and "pip install" in first[0]
 
 
+def run_block(code: str, name: str) -> dict[str, int]:
+    """Run an example; return the rows of each DataFrame it leaves (so each one runs)."""
+    from pyspark.sql import DataFrame
+
+    namespace: dict = {"__name__": name}
+    exec(compile(code, name, "exec"), namespace)
+    return {key: value.count() for key, value in namespace.items()
+            if isinstance(value, DataFrame)}
+
+
+#: Runs a Spark Connect example in a process of its own (a process holds one kind of session).
+CONNECT_RUNNER = f"""\
+import json, sys
+sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+from test_readme import run_block
+print("COUNTS", json.dumps(run_block(sys.stdin.read(), "README.md")))
+"""
+
+
 @pytest.mark.spark
 @pytest.mark.parametrize(("line", "code"), BLOCKS, ids=[f"line{n}" for n, _ in BLOCKS])
 def test_every_python_block_of_the_readme_runs_issue38(spark, connect_url, line, code,
                                                         capsys):
-    from pyspark.sql import DataFrame
-
     assert "import" in code, f"README.md:{line}: the example shows no imports"
-    namespace: dict = {"__name__": f"readme_line_{line}"}
-    exec(compile(code.replace(CONNECT_EXAMPLE_URL, connect_url), f"README.md:{line}",
-                 "exec"), namespace)
-    frames = {name: value for name, value in namespace.items() if isinstance(value, DataFrame)}
-    assert frames, f"README.md:{line}: the example builds no DataFrame"
-    counts = {name: frame.count() for name, frame in frames.items()}  # each one runs
+    if CONNECT_EXAMPLE_URL in code:
+        done = subprocess.run([sys.executable, "-c", CONNECT_RUNNER],
+                              input=code.replace(CONNECT_EXAMPLE_URL, connect_url),
+                              capture_output=True, text=True, timeout=300, cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert done.returncode == 0, done.stderr[-3000:]
+        counts = json.loads(done.stdout.split("COUNTS ", 1)[1])
+    else:
+        counts = run_block(code, f"README.md:{line}")
+    assert counts, f"README.md:{line}: the example builds no DataFrame"
     # what the example is about finds something in its own small data
     found = {n: c for n, c in counts.items() if n in ("frames", "around", "levels", "found",
                                                        "heavy", "reported")}
