@@ -104,15 +104,15 @@ def test_the_readmes_spark_submit_recipe_ships_windowkit_issue38(tmp_path):
                           check=True, capture_output=True, text=True).stdout.strip()
     Path(site, "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     python = str(env_dir / "bin" / "python")
-    check = subprocess.run([python, "-c", "import numpy, pyspark, windowkit"],
-                           capture_output=True, text=True, cwd=tmp_path)
-    assert "No module named 'windowkit'" in check.stderr
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "PYSPARK_GATEWAY_PORT", "SPARK_HOME")}
+    check = subprocess.run([python, "-c", "import numpy, pyspark, windowkit"], env=env,
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert "No module named 'windowkit'" in check.stderr
     env.update(PYSPARK_PYTHON=python, PYSPARK_DRIVER_PYTHON=python)
     submit = shutil.which("spark-submit", path=os.path.dirname(sys.executable))
     done = subprocess.run([submit, "--master", "local[1]", "--py-files",
                            str(tmp_path / "windowkit.zip"), str(script)],
-                          env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+                          env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "frames: 1" in done.stdout

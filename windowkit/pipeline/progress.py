@@ -119,7 +119,7 @@ class StageProgress:
 
         self.spark = spark
         self.quiet = progress.quiet
-        self.stages = (_ConnectStages() if is_connect(spark) else _TrackerStages(spark)
+        self.stages = (_ConnectStages() if is_connect(spark) else _TrackerStages(spark, poll)
                        ) if not self.quiet else None
         self.progress = progress
         self.label = label
@@ -176,19 +176,24 @@ class _TrackerStages:
     """Running stages from the driver's status tracker, and the rows they read from its
     status store (Spark's REST API, when the UI runs): a classic session."""
 
-    def __init__(self, spark) -> None:
+    def __init__(self, spark, poll: float = 1.0) -> None:
         context = spark.sparkContext
         self.tracker = context.statusTracker()
         url = getattr(context, "uiWebUrl", None)
-        self.records = InputRecords(url, context.applicationId) if url else None
-        self._base: int | None = None
+        self.records = (InputRecords.of(on_loopback(url), context.applicationId, poll)
+                        if url else None)
+        #: The block's first stage: the rows it reads are those of this stage and later ones.
+        self.first: int | None = None
 
     def attach(self, spark) -> None:
-        """Count from the records read before the block as zero."""
-        self._base = self.records.total() if self.records is not None else None
+        """Start reading the input records."""
+        if self.records is not None:
+            self.records.start()
 
     def detach(self, spark) -> None:
-        """Nothing to undo: the tracker is read when asked."""
+        """Stop reading the input records."""
+        if self.records is not None:
+            self.records.stop()
 
     def running(self) -> list[tuple[int, int, int]]:
         stages = []
@@ -196,36 +201,96 @@ class _TrackerStages:
             info = self.tracker.getStageInfo(stage_id)
             if info is not None:
                 stages.append((stage_id, info.numCompletedTasks, info.numTasks))
+        if stages and self.first is None:
+            self.first = stages[0][0]
         return stages
 
     def read(self) -> str | None:
-        total = self.records.total() if self.records is not None else None
-        if total is None or self._base is None:
-            return None
-        return f"{total - self._base:,} rows read"
+        rows = None if self.records is None else self.records.since(self.first)
+        return None if rows is None else f"{rows:,} rows read"
+
+
+def on_loopback(url: str) -> str:
+    """The Spark UI at ``url``, reached on this machine's loopback: the driver's JVM runs
+    beside this process, and the UI's advertised host name may lead nowhere from here.
+
+    Examples
+    --------
+    >>> on_loopback("http://192.0.2.2:4041")
+    'http://127.0.0.1:4041'
+    """
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return f"{parts.scheme}://127.0.0.1:{parts.port or 4040}"
 
 
 class InputRecords:
     """The input records of an application's stages, as its Spark UI's REST API reports them
     from the tasks' metrics (finished tasks, and running ones at each executor heartbeat).
 
+    A thread of its own asks while some block watches (:meth:`start`, :meth:`stop`): the
+    API's first answer can take seconds, and a progress line must not wait for it.
+
     Examples
     --------
-    >>> InputRecords("http://127.0.0.1:9", "app-1").total() is None   # no UI there
+    >>> InputRecords("http://127.0.0.1:9", "app-1").fetch() is None   # no UI there
     True
     """
 
-    def __init__(self, url: str, app_id: str) -> None:
-        self.address = f"{url.rstrip('/')}/api/v1/applications/{app_id}/stages"
+    _known: dict[str, InputRecords] = {}
 
-    def total(self) -> int | None:
-        """The records read by every stage so far, or None when the UI does not answer."""
+    def __init__(self, url: str, app_id: str, every: float = 1.0) -> None:
+        self.address = f"{url.rstrip('/')}/api/v1/applications/{app_id}/stages"
+        self.every = every
+        #: The latest answer: stage id -> input records (None before the first one).
+        self.stages: dict[int, int] | None = None
+        self._users = 0
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def of(cls, url: str, app_id: str, every: float = 1.0) -> InputRecords:
+        """The one reader of an application's UI in this process (its answers warm up)."""
+        reader = cls(url, app_id, every)
+        return cls._known.setdefault(reader.address, reader)
+
+    def fetch(self) -> dict[int, int] | None:
+        """Stage id -> input records now, or None when the UI does not answer."""
         try:
-            with urllib.request.urlopen(self.address, timeout=2) as answer:
+            with urllib.request.urlopen(self.address, timeout=60) as answer:
                 stages = json.load(answer)
         except (OSError, ValueError):
             return None
-        return sum(int(stage.get("inputRecords", 0)) for stage in stages)
+        return {int(s["stageId"]): int(s.get("inputRecords", 0)) for s in stages}
+
+    def since(self, first: int | None) -> int | None:
+        """The records read by stage ``first`` and later ones, as last answered."""
+        stages = self.stages
+        if stages is None or first is None:
+            return None
+        return sum(n for stage, n in stages.items() if stage >= first)
+
+    def start(self) -> None:
+        with self._changed:
+            self._users += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._ask, daemon=True)
+                self._thread.start()
+            self._changed.notify()
+
+    def stop(self) -> None:
+        with self._changed:
+            self._users -= 1
+
+    def _ask(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: self._users > 0)
+            found = self.fetch()
+            if found is not None:
+                self.stages = found
+            time.sleep(self.every)
 
 
 class _ConnectStages:
