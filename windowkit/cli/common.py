@@ -446,9 +446,11 @@ class Progress:
     [windowkit ...s] reading
     """
 
-    def __init__(self, stream=None) -> None:
+    def __init__(self, stream=None, quiet: bool = False) -> None:
         self.t0 = time.perf_counter()
         self.stream = stream or sys.stderr
+        #: ``--quiet``: steps only, no live line of Spark's stages
+        self.quiet = quiet
 
     def step(self, message: str) -> None:
         elapsed = time.perf_counter() - self.t0
@@ -472,13 +474,15 @@ def summarize(counts: dict[str, int]) -> str:
 def start_spark(args: argparse.Namespace, app_name: str, progress: Progress):
     """The SparkSession for a command: local mode unless ``--master`` or ``--remote``; quiet
     unless ``--verbose``."""
+    from windowkit.pipeline.progress import status_conf
     from windowkit.spark.session import windowkit_session
 
     remote = getattr(args, "remote", None)
     default = "spark-submit's master" if "PYSPARK_GATEWAY_PORT" in os.environ else "local[*]"
     progress.step(f"starting Spark ({remote or args.master or default})")
     return windowkit_session(args.master, app_name=app_name,
-                             quiet=not getattr(args, "verbose", False), remote=remote)
+                             quiet=not getattr(args, "verbose", False), remote=remote,
+                             extra_conf=status_conf(remote))
 
 
 def check_expression(df, option: str, expression: str | None, predicate: bool = True) -> None:
@@ -510,32 +514,61 @@ def write_outputs(result, args: argparse.Namespace, split, progress: Progress,
     output = args.output
     claim_output(output)
     if result.isStreaming:
-        from windowkit.spark.session import is_connect
-        from windowkit.spark.sinks import write_stream_exactly_once
+        return _write_stream(result, args, split, progress, count_by)
+    from windowkit.pipeline.progress import StageProgress
 
-        totals: dict[str, int] = {}
-
-        def on_batch(batch_id: int, counts: dict[str, int]) -> None:
-            for k, v in counts.items():
-                totals[k] = totals.get(k, 0) + v
-            progress.step(f"micro-batch {batch_id}: {summarize(counts)}")
-
-        query = write_stream_exactly_once(result, output, args.checkpoint,
-                                          claiming_split(output, split), on_batch, count_by)
-        progress.step(f"streaming {args.input} (checkpoint {args.checkpoint})")
-        query.awaitTermination()
-        if is_connect(result.sparkSession):
-            # the micro-batches ran on the server, which keeps their counts to itself
-            rows_in = sum(report.numInputRows for report in query.recentProgress)
-            progress.step(f"{rows_in:,} rows read; a Spark Connect stream's counts per "
-                          f"outcome are in the output's parts, not printed here")
-        return totals
     result = result.persist()
     for name, part in split(result).items():
-        part.write.mode("overwrite").parquet(claim_output_part(output, name))
+        with StageProgress(result.sparkSession, progress, f"writing {name}"):
+            part.write.mode("overwrite").parquet(claim_output_part(output, name))
     counts = {str(r[0]): r[1] for r in result.groupBy(count_by).count().collect()}
     result.unpersist()
     return counts
+
+
+def _write_stream(result, args: argparse.Namespace, split, progress: Progress,
+                  count_by: str) -> dict[str, int]:
+    """Run ``result``'s query to the end, a line per micro-batch as ``windowkit run`` prints
+    it; return the counts of ``count_by``."""
+    from windowkit.pipeline.progress import MicroBatchProgress
+    from windowkit.spark.session import is_connect
+    from windowkit.spark.sinks import write_stream_exactly_once
+
+    totals: dict[str, int] = {}
+    micro = MicroBatchProgress(result.sparkSession, progress)
+    micro.step = getattr(args, "command", None) or "windowkit"
+
+    def on_batch(batch_id: int, counts: dict[str, int]) -> None:
+        for k, v in counts.items():
+            totals[k] = totals.get(k, 0) + v
+        micro.on_batch(batch_id, {_outcome_name(k): v for k, v in counts.items()})
+
+    try:
+        query = write_stream_exactly_once(result, args.output, args.checkpoint,
+                                          claiming_split(args.output, split), on_batch, count_by)
+        micro.query_id = str(query.id)
+        progress.step(f"streaming {args.input} (checkpoint {args.checkpoint})")
+        query.awaitTermination()
+        micro.flush(query)
+    finally:
+        micro.close()
+    if is_connect(result.sparkSession):
+        # the micro-batches ran on the server, which keeps their counts to itself
+        rows_in = sum(report.numInputRows for report in query.recentProgress)
+        progress.step(f"{rows_in:,} rows read; a Spark Connect stream's counts per "
+                      f"outcome are in the output's parts, not printed here")
+    return totals
+
+
+def _outcome_name(value: object) -> str:
+    """A counted outcome as a progress line names it: a null rejection reason is a kept row.
+
+    Examples
+    --------
+    >>> _outcome_name(None), _outcome_name("None"), _outcome_name("late")
+    ('kept', 'kept', 'late')
+    """
+    return "kept" if value is None or value == "None" else str(value)
 
 
 def claiming_split(output: str, split):

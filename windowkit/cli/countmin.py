@@ -132,7 +132,7 @@ def _check(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     """Run ``windowkit countmin``; return the exit code."""
     info = _check(args)
-    progress = Progress()
+    progress = Progress(quiet=getattr(args, "quiet", False))
     spark = start_spark(args, "windowkit countmin", progress)
     from pyspark.sql import functions as F
 

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from windowkit.pipeline.spec import load_pipeline
 
     check_output(args.output, args.overwrite, parts=[(DATA, FILE), (PIPELINE, FILE)])
-    progress = Progress()
+    progress = Progress(quiet=getattr(args, "quiet", False))
     shape = {**SMALL_DAY, "seed": args.seed} if args.size == "small" else {
         "hours": args.hours, "seed": args.seed}
     progress.step(f"generating a {shape['hours']:g}-hour network day (seed {args.seed})")

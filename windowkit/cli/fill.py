@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     for expression in (aggregates or {}).values():
         check_sql(expression, "--aggregate", info, predicate=False)
     check_output(args.output, args.overwrite, parts=("filled",))
-    progress = Progress()
+    progress = Progress(quiet=getattr(args, "quiet", False))
     spark = start_spark(args, "windowkit fill", progress)
     from pyspark.sql import functions as F
 

@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     check_sql(args.when, "--when", info)
     _check_kind(args)
     check_output(args.output, args.overwrite, parts=("frames", "rejected"))
-    progress = Progress()
+    progress = Progress(quiet=getattr(args, "quiet", False))
     spark = start_spark(args, "windowkit frames", progress)
     from windowkit.spark import split_rejected
 

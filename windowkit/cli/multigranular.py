@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
                          recurring=args.recurring, distinct=args.distinct)
     parts = ("reports", "rejected", "recurring") if args.recurring else ("reports", "rejected")
     common.check_output(args.output, args.overwrite, parts=parts)
-    progress = Progress()
+    progress = Progress(quiet=getattr(args, "quiet", False))
     spark = common.start_spark(args, "windowkit multigranular", progress)
     from windowkit.spark import multi_granular, recurring_items, split_reports
 
@@ -148,27 +148,27 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _plot(spark, df, args: argparse.Namespace, reports_path: str) -> None:
-    """One key's values and each level's mean (or trend line) over time, like the paper's
-    Figure 3."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """One key's values and each level's aggregate over time, like the paper's Figure 3,
+    drawn as the report draws its levels (legend: each level's range / slide)."""
     from pyspark.sql import functions as F
+
+    from windowkit.report.figures import subplots, to_png
+    from windowkit.report.multigranular import PREFERRED, draw_levels, level_label
 
     reports = spark.read.parquet(reports_path)
     key_name = args.by or "key"
     key = reports.groupBy(key_name).count().orderBy(F.desc("count")).first()[0]
-    series = reports.filter(F.col(key_name) == key).toPandas().sort_values("window_end")
+    mine = reports.filter(F.col(key_name) == key)
+    series = mine.select("level", "range", "slide", F.unix_micros("window_end").alias("t"),
+                         *[c for c in PREFERRED if c in mine.columns]).toPandas()
+    column = "mean" if "mean" in series else next(c for c in PREFERRED if c in series)
     raw = df if args.by is None else df.filter(F.col(args.by) == key)
     raw = raw.select(args.time, args.value).orderBy(args.time).limit(20_000).toPandas()
-    fig, ax = plt.subplots(figsize=(10, 4))
+    lines = {level_label(g["range"].iloc[0], g["slide"].iloc[0]):
+             g.sort_values("t").rename(columns={column: "value"})[["t", "value"]]
+             for _, g in series.groupby("level")}
+    fig, ax = subplots(height=4.0)
     ax.plot(raw[args.time], raw[args.value], ".", ms=2, alpha=0.3, color="grey", label="rows")
-    for level, grp in series.groupby("level"):
-        column = "mean" if "mean" in grp else grp.columns[-1]
-        ax.step(grp["window_end"], grp[column], where="post", label=f"level {level} {column}")
-    ax.set_title(f"{key_name} = {key}")
-    ax.legend(loc="upper left", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(args.plot, dpi=120)
-    plt.close(fig)
+    draw_levels(ax, lines, f"{column} of {args.value}", f"{key_name} = {key}")
+    with open(args.plot, "wb") as out:
+        out.write(to_png(fig))

@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     info = inspect_input(args.input, args.format)
     check_columns(info, item=args.item, time=args.time)
     check_output(args.output, args.overwrite, parts=("persistent", "rejected"))
-    progress = Progress()
+    progress = Progress(quiet=getattr(args, "quiet", False))
     spark = start_spark(args, "windowkit persistent", progress)
     from pyspark.sql import functions as F
 

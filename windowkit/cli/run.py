@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.pipeline}: {len(pipeline.sources)} sources and {len(pipeline.steps)} "
               "steps checked")
         return 0
-    progress = Progress()
+    progress = Progress(quiet=getattr(args, "quiet", False))
     summary = run_checked(pipeline, infos, args, progress)
     print(f"results: {pipeline.output}/<step> for "
           f"{', '.join(s.name for s in summary.steps)}\n"
@@ -85,6 +85,7 @@ def run_checked(pipeline, infos, args: argparse.Namespace, progress):
     """Start Spark and run an already checked pipeline (``args``: the command's ``master``,
     ``remote``, ``stream``, ``verbose`` and ``quiet``, no warnings); write its report; return
     its summary."""
+    from windowkit.pipeline.progress import status_conf
     from windowkit.pipeline.runner import PipelineRun
     from windowkit.spark.session import windowkit_session
 
@@ -93,7 +94,8 @@ def run_checked(pipeline, infos, args: argparse.Namespace, progress):
         pipeline.master, pipeline.remote)
     progress.step(f"starting Spark ({remote or master or 'local[*]'})")
     spark = windowkit_session(master, app_name=f"windowkit {pipeline.name}",
-                              quiet=not args.verbose, remote=remote)
+                              quiet=not args.verbose, remote=remote,
+                              extra_conf=status_conf(remote))
     summary = PipelineRun(spark, pipeline, infos, stream=args.stream, progress=progress,
                           quiet=getattr(args, "quiet", False)).run()
     if pipeline.report:

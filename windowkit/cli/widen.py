@@ -165,7 +165,7 @@ def _run_table(args: argparse.Namespace, detector, config) -> int:
     info = inspect_input(args.input, args.format)
     check_columns(info, time=args.time, by=args.by)
     check_output(args.output, args.overwrite, parts=("detections", "rejected"))
-    progress = Progress()
+    progress = Progress(quiet=getattr(args, "quiet", False))
     spark = start_spark(args, "windowkit widen", progress)
     from windowkit.spark import split_detections, widen_detect
 

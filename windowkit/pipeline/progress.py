@@ -1,15 +1,19 @@
 """Progress of a run as it goes: Spark's stages and tasks on batch jobs, a line per micro-batch.
 
 Batch: a background thread reads Spark's status tracker once a second and shows the running
-stages' tasks done / total (rewritten in place on a terminal, a line every few seconds when
-the output is a file or a pipe, so logs stay short). Streaming: one line per micro-batch with
+stages' tasks done / total, the rows they read (the tasks' input records, from Spark's status
+store) and an estimate of the time left (rewritten in place on a terminal, a line every 5
+seconds when the output is a file or a pipe, so logs stay short). The command line's
+subcommands and ``windowkit run`` show the same line. Streaming: one line per micro-batch with
 rows in, rows out, late and malformed rows, and the watermark.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+import urllib.request
 from typing import TextIO
 
 from windowkit.cli.common import Progress
@@ -17,27 +21,88 @@ from windowkit.cli.common import Progress
 #: Rejection reasons every technique uses; any other value of the reason column is output.
 REJECTION_REASONS = ("malformed", "late")
 
+#: What a command's own session sets so its progress shows the rows read: Spark serves its
+#: tasks' metrics (input records) over the UI's REST API only while the UI runs.
+STATUS_CONF = {"spark.ui.enabled": "true"}
 
-def stage_line(stages: list[tuple[int, int, int]]) -> str:
-    """The status of running stages ``(stage id, tasks done, tasks in all)`` in a few words.
+
+def status_conf(remote: str | None) -> dict[str, str] | None:
+    """The ``extra_conf`` of a command's session: :data:`STATUS_CONF` for a session this
+    process starts; None on Spark Connect (its server reports the stages with each
+    operation's results) or when a session is already running (it is kept as it is).
+
+    Examples
+    --------
+    >>> status_conf("sc://host:15002") is None
+    True
+    """
+    from pyspark.sql import SparkSession
+
+    if remote or SparkSession.getActiveSession() is not None:
+        return None
+    return dict(STATUS_CONF)
+
+
+def stage_line(stages: list[tuple[int, int, int]], read: str | None = None,
+               left: float | None = None) -> str:
+    """The status of running stages ``(stage id, tasks done, tasks in all)`` in a few words,
+    with what they have read so far and the time left, when known.
 
     Examples
     --------
     >>> stage_line([(4, 3, 8), (5, 0, 2)])
     'stages 4, 5: tasks 3/10'
-    >>> stage_line([])
-    'waiting for Spark'
+    >>> stage_line([(9, 1, 2)], "512,000 rows read", 11.6)
+    'stage 9: tasks 1/2, 512,000 rows read, about 12 s left'
+    >>> stage_line([], "1,024 rows read")
+    'waiting for Spark, 1,024 rows read'
     """
     if not stages:
-        return "waiting for Spark"
-    ids = ", ".join(str(s) for s, _, _ in stages)
-    done = sum(d for _, d, _ in stages)
-    total = sum(t for _, _, t in stages)
-    return f"stage{'s' if len(stages) > 1 else ''} {ids}: tasks {done}/{total}"
+        head = "waiting for Spark"
+    else:
+        ids = ", ".join(str(s) for s, _, _ in stages)
+        done = sum(d for _, d, _ in stages)
+        total = sum(t for _, _, t in stages)
+        head = f"stage{'s' if len(stages) > 1 else ''} {ids}: tasks {done}/{total}"
+    parts = [head] + ([read] if read else []) + (
+        [f"about {left:,.0f} s left"] if left is not None else [])
+    return ", ".join(parts)
+
+
+class TimeLeft:
+    """Estimates the time a set of running stages still needs from the pace of its tasks
+    (none before the first task ends, or when Spark does not know the total).
+
+    Examples
+    --------
+    >>> left = TimeLeft()
+    >>> left.update([(3, 0, 4)], now=10.0) is None
+    True
+    >>> left.update([(3, 1, 4)], now=14.0)
+    12.0
+    """
+
+    def __init__(self) -> None:
+        self._ids: tuple[int, ...] = ()
+        self._since = 0.0
+
+    def update(self, stages: list[tuple[int, int, int]], now: float) -> float | None:
+        ids = tuple(s for s, _, _ in stages)
+        if ids != self._ids:
+            self._ids, self._since = ids, now
+        done = sum(d for _, d, _ in stages)
+        total = sum(t for _, _, t in stages)
+        if not 0 < done < total:
+            return None
+        return (now - self._since) * (total - done) / done
 
 
 class StageProgress:
-    """Show Spark's running stages while a block runs (a context manager).
+    """Show Spark's running stages, the rows read and the time left while a block runs (a
+    context manager).
+
+    On a terminal the line is rewritten in place every ``poll`` seconds; on a file or a pipe a
+    line is printed every ``every`` seconds; with ``progress.quiet`` nothing is shown.
 
     Examples
     --------
@@ -48,12 +113,14 @@ class StageProgress:
     10
     """
 
-    def __init__(self, spark, progress: Progress, label: str, every: float = 10.0,
+    def __init__(self, spark, progress: Progress, label: str, every: float = 5.0,
                  poll: float = 1.0) -> None:
         from windowkit.spark.session import is_connect
 
         self.spark = spark
-        self.stages = _ConnectStages() if is_connect(spark) else _TrackerStages(spark)
+        self.quiet = progress.quiet
+        self.stages = (_ConnectStages() if is_connect(spark) else _TrackerStages(spark, poll)
+                       ) if not self.quiet else None
         self.progress = progress
         self.label = label
         self.every = every
@@ -64,11 +131,14 @@ class StageProgress:
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
     def __enter__(self) -> StageProgress:
-        self.stages.attach(self.spark)
-        self._thread.start()
+        if self.stages is not None:
+            self.stages.attach(self.spark)
+            self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self.stages is None:
+            return
         self._stop.set()
         self._thread.join()
         self.stages.detach(self.spark)
@@ -76,24 +146,25 @@ class StageProgress:
             self.stream.write("\r\033[K")
             self.stream.flush()
 
-    def _stages(self) -> list[tuple[int, int, int]]:
-        return self.stages.running()
+    def _line(self, left: TimeLeft) -> str:
+        stages = self.stages.running()
+        return stage_line(stages, self.stages.read(), left.update(stages, time.perf_counter()))
 
     def _watch(self) -> None:
         shown = time.perf_counter()  # a short job prints nothing
         last = ""
+        left = TimeLeft()
         while True:
             try:
-                line = stage_line(self._stages())
+                line = self._line(left)
             except Exception:  # the context is stopping; progress is best effort
                 line = last
             now = time.perf_counter()
-            elapsed = now - self.progress.t0
-            text = f"[windowkit {elapsed:6.1f}s] {self.label}: {line}"
+            text = f"[windowkit {now - self.progress.t0:6.1f}s] {self.label}: {line}"
             if self.live:
                 self.stream.write("\r\033[K" + text)
                 self.stream.flush()
-            elif line != last and now - shown >= self.every and line != "waiting for Spark":
+            elif now - shown >= self.every:
                 print(text, file=self.stream, flush=True)
                 shown = now
             last = line
@@ -102,15 +173,27 @@ class StageProgress:
 
 
 class _TrackerStages:
-    """Running stages from the driver's status tracker (a classic session)."""
+    """Running stages from the driver's status tracker, and the rows they read from its
+    status store (Spark's REST API, when the UI runs): a classic session."""
 
-    def __init__(self, spark) -> None:
-        self.tracker = spark.sparkContext.statusTracker()
+    def __init__(self, spark, poll: float = 1.0) -> None:
+        context = spark.sparkContext
+        self.tracker = context.statusTracker()
+        url = getattr(context, "uiWebUrl", None)
+        self.records = (InputRecords.of(on_loopback(url), context.applicationId, poll)
+                        if url else None)
+        #: The block's first stage: the rows it reads are those of this stage and later ones.
+        self.first: int | None = None
 
     def attach(self, spark) -> None:
-        """Nothing to do: the tracker is read when asked."""
+        """Start reading the input records."""
+        if self.records is not None:
+            self.records.start()
 
-    detach = attach
+    def detach(self, spark) -> None:
+        """Stop reading the input records."""
+        if self.records is not None:
+            self.records.stop()
 
     def running(self) -> list[tuple[int, int, int]]:
         stages = []
@@ -118,15 +201,105 @@ class _TrackerStages:
             info = self.tracker.getStageInfo(stage_id)
             if info is not None:
                 stages.append((stage_id, info.numCompletedTasks, info.numTasks))
+        if stages and self.first is None:
+            self.first = stages[0][0]
         return stages
+
+    def read(self) -> str | None:
+        rows = None if self.records is None else self.records.since(self.first)
+        return None if rows is None else f"{rows:,} rows read"
+
+
+def on_loopback(url: str) -> str:
+    """The Spark UI at ``url``, reached on this machine's loopback: the driver's JVM runs
+    beside this process, and the UI's advertised host name may lead nowhere from here.
+
+    Examples
+    --------
+    >>> on_loopback("http://192.0.2.2:4041")
+    'http://127.0.0.1:4041'
+    """
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return f"{parts.scheme}://127.0.0.1:{parts.port or 4040}"
+
+
+class InputRecords:
+    """The input records of an application's stages, as its Spark UI's REST API reports them
+    from the tasks' metrics (finished tasks, and running ones at each executor heartbeat).
+
+    A thread of its own asks while some block watches (:meth:`start`, :meth:`stop`): the
+    API's first answer can take seconds, and a progress line must not wait for it.
+
+    Examples
+    --------
+    >>> InputRecords("http://127.0.0.1:9", "app-1").fetch() is None   # no UI there
+    True
+    """
+
+    _known: dict[str, InputRecords] = {}
+
+    def __init__(self, url: str, app_id: str, every: float = 1.0) -> None:
+        self.address = f"{url.rstrip('/')}/api/v1/applications/{app_id}/stages"
+        self.every = every
+        #: The latest answer: stage id -> input records (None before the first one).
+        self.stages: dict[int, int] | None = None
+        self._users = 0
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def of(cls, url: str, app_id: str, every: float = 1.0) -> InputRecords:
+        """The one reader of an application's UI in this process (its answers warm up)."""
+        reader = cls(url, app_id, every)
+        return cls._known.setdefault(reader.address, reader)
+
+    def fetch(self) -> dict[int, int] | None:
+        """Stage id -> input records now, or None when the UI does not answer."""
+        try:
+            with urllib.request.urlopen(self.address, timeout=60) as answer:
+                stages = json.load(answer)
+        except (OSError, ValueError):
+            return None
+        return {int(s["stageId"]): int(s.get("inputRecords", 0)) for s in stages}
+
+    def since(self, first: int | None) -> int | None:
+        """The records read by stage ``first`` and later ones, as last answered."""
+        stages = self.stages
+        if stages is None or first is None:
+            return None
+        return sum(n for stage, n in stages.items() if stage >= first)
+
+    def start(self) -> None:
+        with self._changed:
+            self._users += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._ask, daemon=True)
+                self._thread.start()
+            self._changed.notify()
+
+    def stop(self) -> None:
+        with self._changed:
+            self._users -= 1
+
+    def _ask(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: self._users > 0)
+            found = self.fetch()
+            if found is not None:
+                self.stages = found
+            time.sleep(self.every)
 
 
 class _ConnectStages:
     """Running stages as a Spark Connect server reports them with each operation's results
-    (a progress handler of the client session)."""
+    (a progress handler of the client session), with the bytes they read."""
 
     def __init__(self) -> None:
         self._stages: list[tuple[int, int, int]] = []
+        self._bytes = 0
 
     def attach(self, spark) -> None:
         spark.registerProgressHandler(self)
@@ -138,9 +311,13 @@ class _ConnectStages:
                  done: bool) -> None:
         self._stages = [] if done else [
             (s.stage_id, s.num_completed_tasks, s.num_tasks) for s in stages or () if not s.done]
+        self._bytes = sum(s.num_bytes_read for s in stages or ())
 
     def running(self) -> list[tuple[int, int, int]]:
         return list(self._stages)
+
+    def read(self) -> str | None:
+        return f"{self._bytes / 1e6:,.1f} MB read" if self._bytes else None
 
 
 def batch_line(step: str, batch_id: int, counts: dict[str, int], rows_in: int | None,

@@ -349,7 +349,6 @@ class PipelineRun:
 
     def run(self) -> RunSummary:
         """Read the sources, run every step, write the sinks; return what happened."""
-        started = time.perf_counter()
         claim_output(self.pipeline.output)
         for name, source in self.pipeline.sources.items():
             self.frames[name] = self._read_source(name, source)
@@ -363,7 +362,8 @@ class PipelineRun:
                 micro.close()
         for name, sink in self.pipeline.sinks.items():
             self._write_sink(name, sink)
-        self.summary.elapsed_s = time.perf_counter() - started
+        # the whole command's time so far (Spark's start-up included), as its progress lines count
+        self.summary.elapsed_s = time.perf_counter() - self.progress.t0
         return self.summary
 
     # -- sources
@@ -503,8 +503,10 @@ class PipelineRun:
     def _write_sink(self, name: str, sink) -> None:
         rows = self._batch_view(sink.step)
         if sink.format == "console":
+            from windowkit.pipeline.console import console_table
+
             self.progress.step(f"sink {name}: the first {sink.rows} rows of {sink.step}")
-            rows.show(sink.rows, truncate=False)
+            print(console_table(rows, sink.rows), flush=True)
             return
         path = claim_output_part(self.pipeline.output, sink.path)
         writer = rows.write.mode("overwrite")

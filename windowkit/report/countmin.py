@@ -60,7 +60,7 @@ def count_min_section(step: StepRun, phi: float | None = None,
     phi = DEFAULT_PHI if phi is None else float(phi)
     if df is None or not isinstance(item, str):
         return sec.Section(error="the step has no `input` or no `item` column name")
-    truth = last_window_counts(df, args)
+    truth = counted_once(df, args)
     merged = None if result is None else merge_count_min(result).first()
     if merged is None:
         return sec.Section(_headlines(None, truth.count(), None, phi, None),
@@ -124,7 +124,7 @@ def heavy_hitters_section(step: StepRun, upstream: StepRun | None = None,
         upstream = next((s for s in summary.steps
                          if s.name == step.input_names.get("input")), None)
     if upstream is not None and upstream.inputs.get("input") is not None:
-        truth = last_window_counts(upstream.inputs["input"], upstream.arguments)
+        truth = counted_once(upstream.inputs["input"], upstream.arguments)
         latest = latest.join(truth, item, "left")
     else:
         latest = latest.withColumn("true_count", F.lit(None).cast("long"))
@@ -169,6 +169,30 @@ def _hitter_headlines(hitters: int, window_count: float | None, threshold: float
         sec.count("threshold", "threshold φ·W", threshold),
         sec.count("below_threshold", "reported, true count below φ·W", below),
     ]
+
+
+#: The last window's exact counts of the latest inputs asked for, computed once: a
+#: Count-Min step's section and its heavy hitters' section both read them. Each entry keeps
+#: its input, so the input's ``id`` cannot be reused while the entry lives.
+_COUNTED: dict[tuple[int, str], tuple[DataFrame, DataFrame]] = {}
+
+
+def counted_once(df: DataFrame, args: dict[str, Any]) -> DataFrame:
+    """:func:`last_window_counts`, computed (checkpointed) once per input and parameters.
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(i % 2, i) for i in range(10)], "item int, t long")
+    >>> args = {"item": "item", "time": "t", "window": 3}
+    >>> counted_once(df, args) is counted_once(df, dict(args))
+    True
+    """
+    key = (id(df), repr(sorted((k, repr(v)) for k, v in args.items())))
+    if key not in _COUNTED:
+        if len(_COUNTED) >= 4:
+            _COUNTED.pop(next(iter(_COUNTED)))
+        _COUNTED[key] = (df, last_window_counts(df, args).localCheckpoint())
+    return _COUNTED[key][1]
 
 
 def last_window_counts(df: DataFrame, args: dict[str, Any]) -> DataFrame:

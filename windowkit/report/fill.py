@@ -19,11 +19,17 @@ from windowkit.core.durations import to_micros
 from windowkit.report import section as sec
 from windowkit.report.collect import is_empty, series, time_micros
 from windowkit.report.figures import BLUE, GREY, ORANGE, as_datetime, empty_note, subplots, to_png
+from windowkit.report.format import format_duration
 from windowkit.report.model import StepRun
 
 _ROWS = "wk_rows"
-#: The most frames of one key drawn, and labelled with their counts.
-MAX_FRAMES, MAX_LABELS = 300, 40
+#: The most frames of one key drawn.
+MAX_FRAMES = 300
+#: Bars of the filler rows' histogram.
+HISTOGRAM_BINS = 240
+#: A label's character, as a fraction of the plot's width (8-point text on the report's
+#: figure width, with a margin), so that labels of neighbouring frames do not run together.
+CHAR_WIDTH = 0.0075
 #: Parameters of fill_frames that shape the join (``aggregates`` is the step's own business).
 _JOIN_PARAMS = ("time", "by", "before", "after", "statuses", "bucket", "time_unit")
 
@@ -90,8 +96,9 @@ def frame_counts(frames: DataFrame, data: DataFrame, params: dict[str, Any]) -> 
 
 def plot_fill(frames: pd.DataFrame, rows: pd.DataFrame, attached: pd.DataFrame,
               title: str) -> bytes:
-    """One key's frames (shaded, their shifted intervals lighter), every filler row of the
-    key as a grey tick and the attached ones as orange ticks; PNG bytes.
+    """One key's frames (shaded, their shifted intervals lighter), each labelled with its
+    rows where the label has room, over a histogram of the key's filler rows (grey) and of
+    those attached to a frame (orange); PNG bytes.
 
     ``frames``: ``start``, ``end``, ``lo``, ``hi`` (datetimes) and ``rows``; ``rows`` and
     ``attached``: a ``time`` column.
@@ -103,24 +110,61 @@ def plot_fill(frames: pd.DataFrame, rows: pd.DataFrame, attached: pd.DataFrame,
     >>> plot_fill(f, pd.DataFrame({"time": t}), pd.DataFrame({"time": t[:1]}), "r1")[:4]
     b'\\x89PNG'
     """
-    fig, ax = subplots(height=3.0)
+    from matplotlib import dates
+
+    fig, ax = subplots(height=3.2)
     if not len(frames):
         empty_note(ax, "no frame")
         return to_png(fig)
-    for i, f in enumerate(frames.itertuples()):
-        ax.axvspan(f.lo, f.hi, color=BLUE, alpha=0.08, lw=0,
-                   label="frame shifted by before/after" if i == 0 else None)
-        ax.axvspan(f.start, f.end, color=BLUE, alpha=0.25, lw=0, label="frame" if i == 0 else None)
-        if len(frames) <= MAX_LABELS:
-            middle = f.start + (f.end - f.start) / 2
-            ax.text(middle, 0.93, f"{f.rows:,}", ha="center", va="top", fontsize=8, color=BLUE)
-    ax.eventplot([np.asarray(rows["time"]), np.asarray(attached["time"])],
-                 lineoffsets=[0.3, 0.65], linelengths=0.25, colors=[GREY, ORANGE], lw=0.8)
-    ax.set_ylim(0, 1)
-    ax.set_yticks([0.3, 0.65], ["filler rows", "attached"])
+    at = {c: dates.date2num(frames[c]) for c in ("start", "end", "lo", "hi")}
+    for i in range(len(frames)):
+        ax.axvspan(at["lo"][i], at["hi"][i], color=BLUE, alpha=0.08, lw=0,
+                   label="frame widened by before/after" if i == 0 else None)
+        ax.axvspan(at["start"][i], at["end"][i], color=BLUE, alpha=0.25, lw=0,
+                   label="frame" if i == 0 else None)
+    x_lo = min(at["lo"].min(), *dates.date2num(rows["time"])[:1])
+    x_hi = max(at["hi"].max(), *dates.date2num(rows["time"])[-1:])
+    edges = np.linspace(x_lo, x_hi, HISTOGRAM_BINS + 1)
+    ax.hist([dates.date2num(rows["time"]), dates.date2num(attached["time"])], bins=edges,
+            color=[GREY, ORANGE], label=["filler rows", "attached to a frame"],
+            histtype="stepfilled", alpha=0.8)
+    top = ax.get_ylim()[1]
+    ax.set_ylim(0, top * 1.45)  # room above the bars for the frames' labels
+    texts = [f"{n:,}" for n in frames["rows"]]
+    middles = (at["start"] + at["end"]) / 2
+    width = CHAR_WIDTH * (x_hi - x_lo)
+    for text, middle, row in zip(texts, middles,
+                                 label_rows(middles, [width * (len(t) + 1) for t in texts]),
+                                 strict=True):
+        if row is not None:
+            ax.text(middle, 0.97 - 0.085 * row, text, ha="center", va="top", fontsize=8,
+                    color=BLUE, transform=ax.get_xaxis_transform())
+    ax.xaxis_date()
+    minutes = (x_hi - x_lo) * 24 * 60 / HISTOGRAM_BINS
+    ax.set_ylabel(f"rows per {format_duration(minutes * 60e6)}")
+    ax.set_xlabel("time")
     ax.set_title(title)
-    ax.legend(loc="lower right", fontsize=7, ncol=2)  # below the ticks, clear of the counts
+    ax.legend(loc="center right", fontsize=7)
     return to_png(fig)
+
+
+def label_rows(middles, widths, rows: int = 3) -> list[int | None]:
+    """The text row (0 at the top) of each label centred at ``middles`` (in order), so that
+    no two labels of a row overlap; None for a label that finds no room.
+
+    Examples
+    --------
+    >>> label_rows([0, 1, 2, 10], [3, 3, 3, 3], rows=2)
+    [0, 1, None, 0]
+    """
+    ends = [-np.inf] * rows
+    out: list[int | None] = []
+    for middle, width in zip(middles, widths, strict=True):
+        row = next((r for r in range(rows) if middle - width / 2 > ends[r]), None)
+        if row is not None:
+            ends[row] = middle + width / 2
+        out.append(row)
+    return out
 
 
 def _figure(step: StepRun, data: DataFrame, per_frame: DataFrame) -> sec.Figure:
@@ -156,7 +200,8 @@ def _figure(step: StepRun, data: DataFrame, per_frame: DataFrame) -> sec.Figure:
         alt=f"Timeline of the frames of {name} with the filler rows of "
             f"{step.input_names.get('data', 'data')} as ticks",
         caption=f"The frames of {name} (the key with the most rows attached), each labelled "
-                "with its rows; ticks: the filler rows, orange where a frame took them",
+                "with its rows where there is room; below: the key's filler rows over time, "
+                "orange those a frame took",
     )
 
 

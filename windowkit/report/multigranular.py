@@ -1,11 +1,14 @@
 """The report of ``multi_granular`` and ``recurring_items`` steps: one line per level.
 
-``multi_granular``: the busiest key's aggregate (its mean, else sum, count or the first other
-aggregate present) over time, one line per level (1 minute, 10 minutes, 1 hour, ...).
+``multi_granular``: the aggregate (the count, else the sum or the first other present) of the
+key with the highest one in any window, over the whole run, one line per level (1 minute, 10
+minutes, 1 hour, ...): a burst stands out at the finest level.
 ``recurring_items``: how many items recur at each report, summed over the keys, per level.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -13,13 +16,16 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from windowkit.report import section as sec
-from windowkit.report.collect import series, time_micros, top_key
+from windowkit.report.collect import series, time_micros
 from windowkit.report.figures import as_datetime, empty_note, subplots, to_png
 from windowkit.report.format import format_duration
 from windowkit.report.model import StepRun
 
-#: The aggregate drawn, the first present in a result.
-PREFERRED = ("mean", "sum", "count", "max", "min", "decayed_mean", "stddev", "variance")
+#: The aggregate drawn, the first present in a result: a burst shows in the count and the
+#: sum of a window, and averages out of its mean.
+PREFERRED = ("count", "sum", "max", "mean", "min", "decayed_mean", "stddev", "variance")
+#: Aggregates that are 0 over a window without rows.
+ADDITIVE = ("count", "sum")
 
 
 def multi_granular_section(step: StepRun) -> sec.Section:
@@ -41,25 +47,43 @@ def multi_granular_section(step: StepRun) -> sec.Section:
     """
     key = step.arguments.get("by") or "key"
     result = step.result
-    headlines = level_headlines(result, key)
-    if not headlines[1].value:
+    stats = level_stats(result, key)
+    headlines = level_headlines(stats)
+    if not stats["reports"]:
         return sec.Section(headlines, note="no rows: no report")
     measure = next((c for c in PREFERRED if c in result.columns),
                    next((c for c in result.columns if c.startswith("distinct")), None))
     if measure is None:
         return sec.Section(headlines, note="no aggregate column to draw")
-    weight = F.col("count") if "count" in result.columns else None
-    busiest = top_key(result, key, weight)
+    busiest = peak_key(result, key, measure) if step.arguments.get("by") else None
     rows = result.filter(F.col(key) == F.lit(busiest)) if step.arguments.get("by") else result
-    lines = level_lines(rows, F.col(measure), reduce="avg")
+    lines = level_lines(rows, F.col(measure), reduce="max",
+                        silent=0.0 if measure in ADDITIVE else None)
     name = f"{key} = {busiest}" if step.arguments.get("by") else "the stream"
     value = step.arguments.get("value")
     ylabel = f"{measure} of {value}" if isinstance(value, str) and measure != "count" else measure
-    png = plot_levels(lines, ylabel, f"{ylabel}, {name}, per level")
+    png = plot_levels(lines, ylabel, f"{ylabel}, {name}, per level",
+                      span=(stats["first"], stats["last"]))
     return sec.Section(headlines, sec.Figure(
         png, alt=f"Line chart of the {measure} of {name} over time, one line per level",
-        caption=f"The {measure} of {name} (the busiest key) at each report, one line per level "
-                "(range / slide)"))
+        caption=f"The {measure} of {name}, the key of the highest {measure} of any window, at "
+                "each report over the whole run, one line per level (range / slide)"
+                + ("; 0 where the key has no report" if measure in ADDITIVE else "")))
+
+
+def peak_key(result: DataFrame, key: str, measure: str) -> Any:
+    """The key of the report with the highest ``measure`` (ties: the smallest key): the one
+    whose burst a plot of it shows.
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([("a", 5), ("a", 4), ("b", 9)], "k string, count long")
+    >>> peak_key(df, "k", "count")
+    'b'
+    """
+    row = (result.filter(F.col(key).isNotNull() & F.col(measure).isNotNull())
+           .orderBy(F.col(measure).desc(), F.col(key).asc()).select(key).first())
+    return None if row is None else row[key]
 
 
 def recurring_items_section(step: StepRun) -> sec.Section:
@@ -82,7 +106,7 @@ def recurring_items_section(step: StepRun) -> sec.Section:
     """
     key = step.arguments.get("by") or "key"
     result = step.result
-    headlines = level_headlines(result, key, items="item")
+    headlines = level_headlines(level_stats(result, key, items="item"), items=True)
     if not headlines[1].value:
         return sec.Section(headlines, note="no rows: no item recurred")
     per_report = result.groupBy("level", "range", "slide", "window_end").agg(
@@ -94,23 +118,40 @@ def recurring_items_section(step: StepRun) -> sec.Section:
         caption="How many (key, item) pairs recur at each report of each level"))
 
 
-def level_headlines(result: DataFrame | None, key: str, items: str | None = None
-                    ) -> list[sec.Headline]:
-    """Levels, reports and keys of a multi-granular result, and distinct ``items`` if named
-    (one Spark aggregation).
+def level_stats(result: DataFrame | None, key: str, items: str | None = None
+                ) -> dict[str, Any]:
+    """Levels, reports, keys, distinct ``items`` if named, and the first and last report time
+    (µs) of a multi-granular result, in one Spark aggregation.
 
     Examples
     --------
-    >>> df = spark.createDataFrame([("a", 0), ("a", 1), ("b", 1)], "k string, level long")
-    >>> [(h.name, h.value) for h in level_headlines(df, "k")]
-    [('levels', 2), ('reports', 3), ('keys', 2)]
+    >>> import datetime as dt
+    >>> t = dt.datetime(1970, 1, 1)
+    >>> df = spark.createDataFrame([("a", 0, t), ("a", 1, t), ("b", 1, t)],
+    ...                            "k string, level long, window_end timestamp")
+    >>> level_stats(df, "k")
+    {'levels': 2, 'reports': 3, 'keys': 2, 'items': 0, 'first': 0, 'last': 0}
     """
-    stats = {"levels": 0, "reports": 0, "keys": 0, "items": 0}
+    stats = {"levels": 0, "reports": 0, "keys": 0, "items": 0, "first": None, "last": None}
     if result is not None:
         extra = [F.count_distinct(items).alias("items")] if items else []
+        end = time_micros(result, "window_end")
         stats.update(result.agg(F.count_distinct("level").alias("levels"),
                                 F.count(F.lit(1)).alias("reports"),
-                                F.count_distinct(key).alias("keys"), *extra).first().asDict())
+                                F.count_distinct(key).alias("keys"), *extra,
+                                F.min(end).alias("first"), F.max(end).alias("last"),
+                                ).first().asDict())
+    return stats
+
+
+def level_headlines(stats: dict[str, Any], items: bool = False) -> list[sec.Headline]:
+    """The headline numbers of :func:`level_stats`.
+
+    Examples
+    --------
+    >>> [(h.name, h.value) for h in level_headlines({"levels": 2, "reports": 3, "keys": 2})]
+    [('levels', 2), ('reports', 3), ('keys', 2)]
+    """
     out = [sec.count("levels", "levels", stats["levels"]),
            sec.count("reports", "reports", stats["reports"]),
            sec.count("keys", "keys", stats["keys"])]
@@ -119,9 +160,11 @@ def level_headlines(result: DataFrame | None, key: str, items: str | None = None
     return out
 
 
-def level_lines(rows: DataFrame, value: Column, *, reduce: str) -> dict[str, pd.DataFrame]:
+def level_lines(rows: DataFrame, value: Column, *, reduce: str, silent: float | None = None
+                ) -> dict[str, pd.DataFrame]:
     """Per level (labelled ``range / slide``), the ``(t, value)`` series at its reports'
-    ``window_end``, each reduced in Spark to a bounded number of points.
+    ``window_end``, each reduced in Spark to a bounded number of points; where reports skip
+    a slide, the line breaks, or drops to ``silent`` (0 for a count: no row, no connection).
 
     Examples
     --------
@@ -136,37 +179,56 @@ def level_lines(rows: DataFrame, value: Column, *, reduce: str) -> dict[str, pd.
     out = {}
     for level in levels:
         mine = rows.filter(F.col("level") == F.lit(level["level"]))
-        label = f"{format_duration(level['range'])} / {format_duration(level['slide'])}"
         points = series(mine, time_micros(mine, "window_end"), value, reduce=reduce)
-        out[label] = break_gaps(points, int(level["slide"]))
+        out[level_label(level["range"], level["slide"])] = break_gaps(
+            points, int(level["slide"]), silent)
     return out
 
 
-def break_gaps(points: pd.DataFrame, slide: int) -> pd.DataFrame:
+def level_label(range_: int, slide: int) -> str:
+    """A level as its legend names it: ``range / slide``.
+
+    Examples
+    --------
+    >>> level_label(3_600_000_000, 600_000_000)
+    '1 h / 10 min'
+    """
+    return f"{format_duration(range_)} / {format_duration(slide)}"
+
+
+def break_gaps(points: pd.DataFrame, slide: int, silent: float | None = None) -> pd.DataFrame:
     """``points`` with a NaN value inserted where reports skip a slide or more (a key is
-    silent there: no report), so that a line is not drawn across the silence.
+    silent there: no report), so that a line is not drawn across the silence; with
+    ``silent``, that value from one slide after the last report to one before the next.
 
     Examples
     --------
     >>> p = pd.DataFrame({"t": [0, 10, 20, 60], "value": [1.0, 2.0, 3.0, 4.0]})
     >>> break_gaps(p, 10)["value"].tolist()
     [1.0, 2.0, 3.0, nan, 4.0]
+    >>> break_gaps(p, 10, silent=0.0).to_numpy().tolist()[2:]
+    [[20.0, 3.0], [30.0, 0.0], [50.0, 0.0], [60.0, 4.0]]
     """
     if len(points) < 2:
         return points
     t = points["t"].to_numpy()
     steps = np.diff(t)
-    gap = 1.5 * max(slide, int(steps[steps > 0].min()) if (steps > 0).any() else slide)
-    after = np.flatnonzero(steps > gap)
+    step = max(slide, int(steps[steps > 0].min()) if (steps > 0).any() else slide)
+    after = np.flatnonzero(steps > 1.5 * step)
     if not len(after):
         return points
-    holes = pd.DataFrame({"t": t[after] + 1, "value": np.nan})
+    if silent is None:
+        holes = pd.DataFrame({"t": t[after] + 1, "value": np.nan})
+    else:
+        holes = pd.DataFrame({"t": np.concatenate([t[after] + step, t[after + 1] - step]),
+                              "value": silent})
     out = pd.concat([points, holes], ignore_index=True)
     return out.sort_values("t", kind="stable").reset_index(drop=True)
 
 
-def plot_levels(lines: dict[str, pd.DataFrame], ylabel: str, title: str) -> bytes:
-    """One line per level over time; PNG bytes.
+def plot_levels(lines: dict[str, pd.DataFrame], ylabel: str, title: str,
+                span: tuple[int | None, int | None] = (None, None)) -> bytes:
+    """One line per level over time, across ``span`` (µs) when given; PNG bytes.
 
     Examples
     --------
@@ -175,6 +237,24 @@ def plot_levels(lines: dict[str, pd.DataFrame], ylabel: str, title: str) -> byte
     b'\\x89PNG'
     """
     fig, ax = subplots(height=3.6)
+    draw_levels(ax, lines, ylabel, title)
+    if None not in span and span[0] < span[1]:
+        ax.set_xlim(as_datetime([span[0], span[1]]))
+    return to_png(fig)
+
+
+def draw_levels(ax, lines: dict[str, pd.DataFrame], ylabel: str, title: str) -> None:
+    """Draw one line per level on ``ax``, axes labelled, the legend naming each level's range
+    and slide (the report's figure and ``windowkit multigranular --plot`` alike).
+
+    Examples
+    --------
+    >>> from windowkit.report.figures import subplots
+    >>> fig, ax = subplots()
+    >>> draw_levels(ax, {"1 min / 1 s": pd.DataFrame({"t": [0], "value": [1.0]})}, "n", "")
+    >>> ax.get_xlabel(), ax.get_legend().get_texts()[0].get_text()
+    ('report time (window end)', '1 min / 1 s')
+    """
     if not lines:
         empty_note(ax, "no report")
     for label, points in lines.items():
@@ -185,4 +265,3 @@ def plot_levels(lines: dict[str, pd.DataFrame], ylabel: str, title: str) -> byte
     ax.set_title(title)
     if lines:
         ax.legend(loc="upper right", fontsize=8, title="range / slide", title_fontsize=8)
-    return to_png(fig)

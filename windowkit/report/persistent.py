@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 
+import pandas as pd
 from pyspark.sql import functions as F
 
 from windowkit.report import section as sec
@@ -69,8 +70,28 @@ def persistent_section(step: StepRun) -> sec.Section:
         png_of(draw),
         alt=f"Heatmap of the persistence of the {shown} items reported in the most windows",
         caption=f"The {shown} items reported in the most windows (rows) over the windows "
-                f"(columns); colour: {value} as a fraction of the window's {slots} slots, "
-                "blank where the item was not reported"))
+                f"(columns); colour: {value} as a fraction of the window's {slots} slots"
+                + blank_note(pdf, item, value, slots)))
+
+
+def blank_note(reports: pd.DataFrame, item: str, value: str, slots: int) -> str:
+    """What the heatmap's blank cells mean, or that it has none.
+
+    Examples
+    --------
+    >>> r = pd.DataFrame({"window_end_slot": [3, 3, 4], "ip": ["a", "b", "b"],
+    ...                   "estimate": [2.0, 3.0, 4.0]})
+    >>> blank_note(r, "ip", "estimate", 4)
+    '; blank where the item was not reported'
+    >>> blank_note(r[r["ip"] == "b"], "ip", "estimate", 4)
+    '; every item shown was reported in every window'
+    """
+    from windowkit.plots import persistence_matrix
+
+    grid = persistence_matrix(reports, item=item, value=value, window_slots=slots, top=TOP)
+    if grid.isna().to_numpy().any():
+        return "; blank where the item was not reported"
+    return "; every item shown was reported in every window"
 
 
 def _window_slots(step: StepRun) -> int:

@@ -190,6 +190,11 @@ def _classic_conf(master: str, submitted: bool, shuffle_partitions: int | None,
         conf["spark.sql.streaming.checkpointFileManagerClass"] = LOCAL_CHECKPOINT_MANAGER
         # workers forked with pandas, pyarrow, PySpark's serializers and windowkit imported
         conf["spark.python.daemon.module"] = PYTHON_DAEMON
+        shipped = shipped_archive()
+        if shipped is not None:
+            # windowkit came with --py-files: Spark adds those to a worker's path only once
+            # the worker runs a task, after the daemon (a windowkit module) has started
+            conf["spark.executorEnv.PYTHONPATH"] = shipped
         # PySpark keeps a daemon per set of worker environment variables, and its SQL runners
         # add this one (simplified tracebacks, on by default) where the stateful streaming
         # runner does not: a streaming query's stateful stage then started a daemon and
@@ -207,6 +212,22 @@ def _classic_conf(master: str, submitted: bool, shuffle_partitions: int | None,
         conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{config}"
     conf.update(extra_conf or {})
     return conf
+
+
+def shipped_archive(module_file: str | None = None) -> str | None:
+    """The zip or wheel windowkit is imported from (``spark-submit --py-files``), or None
+    when it is installed as files.
+
+    Examples
+    --------
+    >>> shipped_archive("/jobs/windowkit.zip/windowkit/spark/session.py")
+    '/jobs/windowkit.zip'
+    >>> shipped_archive() is None   # these tests import windowkit from its folder
+    True
+    """
+    path = module_file or __file__
+    package = os.path.dirname(os.path.dirname(os.path.dirname(path)))  # above windowkit/
+    return None if os.path.isdir(package) else package
 
 
 def local_cores(master: str) -> int:
