@@ -256,7 +256,7 @@ class _KeyStates:
         grow = len(self.index) - held
         if grow:
             for name, arr in self.ints.items():
-                fill = _NONE if name in ("last_time", "pend_end", "f_before") else 0
+                fill = _NONE if name in ("last_time", "pend_end", "f_before", "next_id") else 0
                 fill = -1 if name == "frame_id" else fill
                 self.ints[name] = np.concatenate([arr, np.full(grow, fill, dtype=np.int64)])
             self.fstate = np.concatenate([self.fstate, np.tile(self.initial, (grow, 1))])
@@ -296,6 +296,8 @@ class SequenceFramer(StreamOperator):
             raise ValueError(msg)
         self.framing = framing
         self.spec = spec
+        # the highest watermark advance() was given: keys settled before it may leave
+        self._watermark: int | None = None
         initial = np.asarray(framing.initial_state(), dtype=np.float64).ravel()
         self._state = _KeyStates(initial)
 
@@ -312,8 +314,8 @@ class SequenceFramer(StreamOperator):
 
     @property
     def n_keys(self) -> int:
-        """Number of keys seen so far."""
-        return len(self._state.keys)
+        """Number of keys held: those seen, less the settled ones (:meth:`settled_keys`)."""
+        return len(self._state.keys) - int(self.settled_keys().sum())
 
     @property
     def open_frames(self) -> int:
@@ -330,7 +332,7 @@ class SequenceFramer(StreamOperator):
         >>> f.process(pd.DataFrame({"key": "a", "time": [1, 2, 3], "value": [0.0, 1.0, 2.5]}))
         ... # doctest: +NORMALIZE_WHITESPACE
           key  frame_id  start  end  last  n_tuples  n_missing status
-        0   a         0      1    3     2         2          0  final
+        0   a         1      1    3     2         2          0  final
         """
         keys = batch[KEY] if KEY in batch else None
         return self.update(batch[TIME].to_numpy(), batch[VALUE].to_numpy(), key=keys)
@@ -401,15 +403,17 @@ class SequenceFramer(StreamOperator):
         >>> f.advance(23).empty, f.advance(24)[["start", "end"]].values.tolist()
         (True, [[0, 20]])
         """
+        if self._watermark is None or watermark > self._watermark:
+            self._watermark = int(watermark)
         deadline = self._deadlines()
-        if deadline is None:
-            return self.empty_output()
-        slots = np.flatnonzero(deadline <= watermark)
-        if len(slots) == 0:
-            return self.empty_output()
-        ints = self._state.ints
-        end = ints["f_last"][slots] + self.spec.schedule
-        return self._close(slots, end, reset=True)
+        slots = (np.zeros(0, dtype=np.int64) if deadline is None
+                 else np.flatnonzero(deadline <= watermark))
+        out = self.empty_output()
+        if len(slots):
+            end = self._state.ints["f_last"][slots] + self.spec.schedule
+            out = self._close(slots, end, reset=True)
+        self._forget_settled()
+        return out
 
     def finish(self) -> pd.DataFrame:
         """End of a bounded input: close every open frame.
@@ -445,10 +449,67 @@ class SequenceFramer(StreamOperator):
             return None
         return int(deadline.min())
 
+    # ------------------------------------------------------------------ settled keys
+    def settled_keys(self) -> np.ndarray:
+        """Mask over the slots of keys that owe nothing: no frame open or waiting, the
+        framing's state as fresh, and nothing a later row of theirs could need.
+
+        A later row of such a key is after the watermark (:meth:`advance`), so after its last
+        row and after its last ``frame_id``: it starts afresh as a new key would, with the
+        same output. Such keys leave the state (:meth:`key_state`, :meth:`to_bytes`), so
+        the state follows the live keys, not every key ever seen. A liberal ``extent`` keeps
+        every key: the next frame's ``start`` is the key's last report before it.
+
+        Examples
+        --------
+        >>> from windowkit.core.frames import ThresholdFramer
+        >>> f = ThresholdFramer("1 rows")
+        >>> _ = f.update(np.array([1, 2, 3]), [True, False, True], key=np.array(["a", "a", "b"]))
+        >>> _ = f.advance(3)
+        >>> f.key_state()[0].tolist()  # "a"'s frame closed at 2; "b"'s is open
+        ['b']
+        """
+        st, watermark = self._state, self._watermark
+        if watermark is None or self.spec.extent == "liberal" or not len(st.keys):
+            return np.zeros(len(st.keys), dtype=bool)
+        ints = st.ints
+        next_id = ints["next_id"]
+        fresh = (st.fstate == st.initial) | (np.isnan(st.fstate) & np.isnan(st.initial))
+        # next_id - 1 is the key's last frame_id; _NONE: it never had one
+        return ((ints["status"] == _IDLE) & (ints["last_time"] <= watermark)
+                & ((next_id == _NONE) | (next_id - 1 <= watermark)) & fresh.all(axis=1))
+
+    def _forget_settled(self) -> None:
+        """Drop the settled keys from memory once they are a quarter of those held (each
+        drop copies the held keys' state, paid for by the keys settled since the last one);
+        until then :meth:`key_state` and :meth:`to_bytes` leave them out."""
+        settled = self.settled_keys()
+        n_settled = int(settled.sum())
+        if n_settled and 4 * n_settled >= len(settled):
+            self._keep(np.flatnonzero(~settled))
+
+    def _keep(self, slots: np.ndarray) -> None:
+        """Hold only the keys at ``slots`` (increasing)."""
+        st = self._state
+        kept = _KeyStates(st.initial, st.index.array()[slots])
+        kept.ints = {name: arr[slots] for name, arr in st.ints.items()}
+        kept.fstate = st.fstate[slots]
+        self._state = kept
+
+    def _live(self) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
+        """The keys not settled, their int fields and their framing state."""
+        st = self._state
+        keys = _keys_array(st.index)
+        settled = self.settled_keys()
+        if not settled.any():
+            return keys, st.ints, st.fstate
+        live = ~settled
+        return keys[live], {name: arr[live] for name, arr in st.ints.items()}, st.fstate[live]
+
     # ------------------------------------------------------------------ per-key parts
     def key_state(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """The keys held, in slot order, and their state arrays (``fstate``: the framing's
-        float state, one row per key).
+        float state, one row per key); settled keys (:meth:`settled_keys`) are left out.
 
         Examples
         --------
@@ -459,8 +520,8 @@ class SequenceFramer(StreamOperator):
         >>> keys.tolist(), arrays["fstate"].shape
         (['b', 'a'], (2, 2))
         """
-        st = self._state
-        return _keys_array(st.index), {**st.ints, "fstate": st.fstate}
+        keys, ints, fstate = self._live()
+        return keys, {**ints, "fstate": fstate}
 
     def load_key_state(self, keys: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
         """Hold exactly ``keys`` with the state ``arrays`` (of :meth:`key_state`).
@@ -623,12 +684,12 @@ class SequenceFramer(StreamOperator):
         0      1    4
         """
         st = self._state
-        keys = _keys_array(st.index)
+        keys, ints, fstate = self._live()
         integer_keys = bool(keys.dtype == np.int64)
         meta = {"spec": self.spec.to_meta(), "framing": self.framing_meta(),
                 "integer_keys": integer_keys, "state_size": int(st.fstate.shape[1])}
-        arrays = dict(st.ints)
-        arrays["fstate"] = st.fstate
+        arrays = dict(ints)
+        arrays["fstate"] = fstate
         arrays["initial"] = st.initial
         arrays["keys"] = keys
         return pack_state(self.FORMAT_TAG, self.FORMAT_VERSION, meta, arrays)
@@ -1042,14 +1103,14 @@ def _loop_impl(kind, params, i0, slot, time, value, pre_m, period, miss_break, m
         long_enough = size >= min_amount
         if minimal:
             if (action & 4) != 0 and long_enough:
-                frame_id[s] = next_id[s]
-                next_id[s] += 1
+                frame_id[s] = max(f_start[s], next_id[s])
+                next_id[s] = frame_id[s] + 1
                 status[s] = 2
                 fstate[s, :] = initial
             continue
         if frame_id[s] < 0 and long_enough:
-            frame_id[s] = next_id[s]
-            next_id[s] += 1
+            frame_id[s] = max(f_start[s], next_id[s])
+            next_id[s] = frame_id[s] + 1
             if frag_kind == 1:
                 anchor[s] = f_n[s]
             elif frag_kind == 2:

@@ -60,7 +60,6 @@ from windowkit.core.frames._engine import (
     VALUE,
     SequenceFramer,
     SequenceFrameSpec,
-    _keys_array,
     _KeyStates,
 )
 from windowkit.core.frames.framing import (
@@ -272,14 +271,13 @@ class ThresholdFramer(SequenceFramer):
         >>> keys.tolist(), arrays["open"].tolist()
         (['b', 'a'], [True, False])
         """
-        st = self._state
-        ints = st.ints
+        keys, ints, _ = self._live()
         table = {name: ints[name] for name in _SHARED}
         table["open"] = ints["status"] == _OPEN
         table["f_ones"] = ints["f_n"] - ints["f_miss"]
         if self.spec.extent == "liberal":
             table["f_before"] = ints["f_before"]
-        return _keys_array(st.index), {name: table[name] for name in self._table_fields()}
+        return keys, {name: table[name] for name in self._table_fields()}
 
     def load_key_state(self, keys: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
         """Hold exactly ``keys`` with the state ``arrays`` (of :meth:`key_state`).
