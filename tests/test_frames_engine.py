@@ -291,3 +291,29 @@ def test_a_liberal_extent_keeps_a_settled_key_its_next_start_is_the_last_report(
     assert framer.n_keys == 1
     out = framer.process(pd.DataFrame({"key": "a", "time": [40, 50], "value": [1, 0]}))
     assert out[["frame_id", "start", "end"]].values.tolist() == [[40, 20, 50]]
+
+
+def test_key_deadlines_follow_key_state_while_settled_keys_stay_in_memory():
+    # k0:  t 0 (true) 5 (false): its frame closed at 5; k1..k9: t 0 (true), open, due at 14.
+    # At watermark 5 k0 is settled, one key in ten: it stays in memory (dropped once a
+    # quarter of those held), out of key_state(), and out of key_deadlines() with it.
+    framer = ThresholdFramer("1 rows", schedule=10)
+    keys = [f"k{i}" for i in range(10)]
+    framer.process(pd.DataFrame({"key": [*keys, "k0"], "time": [0] * 10 + [5],
+                                 "value": [1] * 10 + [0]}))
+    assert framer.advance(5).empty
+    held, _ = framer.key_state()
+    assert held.tolist() == keys[1:]
+    assert framer.key_deadlines().tolist() == [14] * 9
+
+
+def test_frames_before_1970_take_their_negative_start_as_id():
+    # key a:  t  -30  -20  -10  -1   0   5       frames [-30, -10) and [-1, 5)
+    #             1    1    0    1   1   0       ids -30 and 0: -1 means "no id" in state
+    df = pd.DataFrame({"key": "a", "time": [-30, -20, -10, -1, 0, 5],
+                       "value": [1.0, 1.0, 0.0, 1.0, 1.0, 0.0]})
+    framer = CustomFramer(ThresholdFraming(), min_duration="2 rows")
+    out = framer.process(df)
+    assert out[["frame_id", "start", "end"]].values.tolist() == [[-30, -30, -10], [0, -1, 5]]
+    ref = framings_reference(df, "threshold", {}, "2 rows")
+    assert ref["frame_id"].tolist() == [-30, 0]

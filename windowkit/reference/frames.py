@@ -285,14 +285,17 @@ def _frames_of_key(
 def next_frame_id(start: int, previous: int | None) -> int:
     """A frame's ``frame_id``: the time of its first row, or one past the ``previous`` id of
     its key when that is not below it (frames starting at one instant, on tied rows), so that
-    a key's ids increase.
+    a key's ids increase; -1 (which means "no id" in state bytes) becomes 0.
 
     Examples
     --------
     >>> next_frame_id(30, None), next_frame_id(30, 30), next_frame_id(45, 31)
     (30, 31, 45)
+    >>> next_frame_id(-1, None), next_frame_id(-5, None)
+    (0, -5)
     """
-    return start if previous is None else max(start, previous + 1)
+    fid = start if previous is None else max(start, previous + 1)
+    return 0 if fid == -1 else fid
 
 
 def _fragment_points(

@@ -31,7 +31,7 @@ def open_frame_ids(framer: Any) -> dict[tuple[Any, int], int]:
     """
     keys, arrays = framer.key_state()
     ids, starts = arrays["frame_id"].tolist(), arrays["f_start"].tolist()
-    return {(k, s): i for k, s, i in zip(keys.tolist(), starts, ids, strict=True) if i >= 0}
+    return {(k, s): i for k, s, i in zip(keys.tolist(), starts, ids, strict=True) if i != -1}
 
 
 def with_todays_ids(output: pd.DataFrame, still_open: dict[tuple[Any, int], int],

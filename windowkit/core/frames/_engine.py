@@ -100,6 +100,8 @@ OUTPUT_SCHEMA = [
 """The output columns of every framing."""
 
 _NONE = np.iinfo(np.int64).min
+# the frame_id field of a key without a certain frame, as state bytes have always held it
+_NO_ID = -1
 # frame status of a key: nothing open, a frame open, a (minimal) frame waiting for its end
 _IDLE, _OPEN, _PENDING = 0, 1, 2
 
@@ -257,7 +259,7 @@ class _KeyStates:
         if grow:
             for name, arr in self.ints.items():
                 fill = _NONE if name in ("last_time", "pend_end", "f_before", "next_id") else 0
-                fill = -1 if name == "frame_id" else fill
+                fill = _NO_ID if name == "frame_id" else fill
                 self.ints[name] = np.concatenate([arr, np.full(grow, fill, dtype=np.int64)])
             self.fstate = np.concatenate([self.fstate, np.tile(self.initial, (grow, 1))])
         return slots
@@ -547,7 +549,8 @@ class SequenceFramer(StreamOperator):
         self._state = state
 
     def key_deadlines(self, arrays: dict[str, np.ndarray] | None = None) -> np.ndarray | None:
-        """Each key's smallest watermark at which :meth:`advance` settles its frame.
+        """Each key's smallest watermark at which :meth:`advance` settles its frame, in
+        :meth:`key_state` order.
 
         Examples
         --------
@@ -557,7 +560,9 @@ class SequenceFramer(StreamOperator):
         >>> f.key_deadlines().tolist()
         [14]
         """
-        return self._deadlines()
+        deadlines = self._deadlines()
+        settled = self.settled_keys()
+        return deadlines if deadlines is None or not settled.any() else deadlines[~settled]
 
     def _deadlines(self) -> np.ndarray | None:
         period = self.spec.schedule
@@ -633,7 +638,7 @@ class SequenceFramer(StreamOperator):
         status = ints["status"][slots]
         minimal = self.framing.span == "minimal"
         report = (status == _PENDING) | ((status == _OPEN) & (not minimal)
-                                         & (ints["frame_id"][slots] >= 0))
+                                         & (ints["frame_id"][slots] != _NO_ID))
         s = slots[report]
         out = self._rows(s, ints["frame_id"][s], ints["f_start"][s], ints["f_before"][s],
                          end[report], ints["f_last"][s], ints["f_n"][s], ints["f_miss"][s],
@@ -643,7 +648,7 @@ class SequenceFramer(StreamOperator):
             # the absent report (or the end of input) is a missing element: fresh state
             self._state.fstate[opened] = self._state.initial
         ints["status"][slots] = _IDLE
-        ints["frame_id"][slots] = -1
+        ints["frame_id"][slots] = _NO_ID
         ints["pend_n"][slots] = 0
         ints["pend_end"][slots] = _NONE
         return out
@@ -985,6 +990,22 @@ def decide_builtin(kind, state, params, value, time):  # pragma: no cover - comp
 
 
 @numba.njit(cache=True)
+def frame_id_of(start, next_id):  # pragma: no cover - compiled
+    """A new frame's ``frame_id``: the time of its first row, or ``next_id`` (one past the
+    key's last id) if that is larger (frames of a key starting at one instant). -1 marks "no
+    id yet" in state bytes, so a frame whose id would be -1 (starting 1 µs before 1970) takes
+    0; ids still increase per key, so none repeats.
+
+    Examples
+    --------
+    >>> frame_id_of(30, np.iinfo(np.int64).min), frame_id_of(30, 31), frame_id_of(-1, -9)
+    (30, 31, 0)
+    """
+    fid = max(start, next_id)
+    return 0 if fid == -1 else fid
+
+
+@numba.njit(cache=True)
 def _emit(o_kind, o_slot, o_id, o_start, o_before, o_end, o_last, o_n, o_miss, m, kind, s,
           fid, start, before, end, last, n, miss):  # pragma: no cover - compiled
     o_kind[m] = kind
@@ -1030,7 +1051,7 @@ def _loop_impl(kind, params, i0, slot, time, value, pre_m, period, miss_break, m
                 frame_id[s] = -1
             elif status[s] == 1:
                 if miss_break:
-                    if not minimal and frame_id[s] >= 0:
+                    if not minimal and frame_id[s] != -1:
                         m = _emit(o_kind, o_slot, o_id, o_start, o_before, o_end, o_last, o_n,
                                   o_miss, m, 1, s, frame_id[s], f_start[s], f_before[s],
                                   t_miss, f_last[s], f_n[s], f_miss[s])
@@ -1053,7 +1074,7 @@ def _loop_impl(kind, params, i0, slot, time, value, pre_m, period, miss_break, m
                 frame_id[s] = -1
             elif status[s] == 1:
                 if miss_break:
-                    if not minimal and frame_id[s] >= 0:
+                    if not minimal and frame_id[s] != -1:
                         m = _emit(o_kind, o_slot, o_id, o_start, o_before, o_end, o_last, o_n,
                                   o_miss, m, 1, s, frame_id[s], f_start[s], f_before[s], t,
                                   f_last[s], f_n[s], f_miss[s])
@@ -1077,7 +1098,7 @@ def _loop_impl(kind, params, i0, slot, time, value, pre_m, period, miss_break, m
         breaks = (action & 1) != 0 or not joins
         if breaks and status[s] == 1:
             end = pend_end[s] if pend_n[s] > 0 else t
-            if not minimal and frame_id[s] >= 0:
+            if not minimal and frame_id[s] != -1:
                 m = _emit(o_kind, o_slot, o_id, o_start, o_before, o_end, o_last, o_n, o_miss,
                           m, 1, s, frame_id[s], f_start[s], f_before[s], end, f_last[s],
                           f_n[s], f_miss[s])
@@ -1103,19 +1124,19 @@ def _loop_impl(kind, params, i0, slot, time, value, pre_m, period, miss_break, m
         long_enough = size >= min_amount
         if minimal:
             if (action & 4) != 0 and long_enough:
-                frame_id[s] = max(f_start[s], next_id[s])
+                frame_id[s] = frame_id_of(f_start[s], next_id[s])
                 next_id[s] = frame_id[s] + 1
                 status[s] = 2
                 fstate[s, :] = initial
             continue
-        if frame_id[s] < 0 and long_enough:
-            frame_id[s] = max(f_start[s], next_id[s])
+        if frame_id[s] == -1 and long_enough:
+            frame_id[s] = frame_id_of(f_start[s], next_id[s])
             next_id[s] = frame_id[s] + 1
             if frag_kind == 1:
                 anchor[s] = f_n[s]
             elif frag_kind == 2:
                 anchor[s] = t
-        if frag_kind != 0 and frame_id[s] >= 0:
+        if frag_kind != 0 and frame_id[s] != -1:
             measure = f_n[s] if frag_kind == 1 else t
             k = (measure - anchor[s]) // frag_amount
             if k > k_done[s]:
