@@ -21,9 +21,16 @@ infinite is a missing element; absent reports are missing elements too.
   a known row (as in NiagaraST: "a frame cannot begin with a missing value").
 * Maximal framings (``span="maximal"``): a frame is reported when it is at least
   ``min_duration`` long (``n_tuples >= D`` rows, or ``last - start >= D`` in time); it is
-  *certain* at its first row where it reaches that length: it gets its ``frame_id`` (0, 1, 2...
-  per key) and, with ``fragment_every``, a ``partial`` row there and then at the first row past
-  each further multiple of ``fragment_every`` (the rule of threshold frames).
+  *certain* at its first row where it reaches that length: it gets its ``frame_id`` and, with
+  ``fragment_every``, a ``partial`` row there and then at the first row past each further
+  multiple of ``fragment_every`` (the rule of threshold frames).
+* ``frame_id`` (every framing; a minimal frame gets it when it completes) is the time of the
+  frame's first row, so it names one frame of its key with nothing kept per key: frames of a
+  key do not overlap. Frames of a key that start at one instant (tied rows each in a frame of
+  its own) take one past the key's previous id instead (:func:`frame_id_of`), so a key's ids
+  increase. A key that owes nothing (no frame open or waiting, the framing's state fresh) once
+  the watermark passed its last row and its last id leaves the state
+  (:meth:`SequenceFramer.settled_keys`): its next row starts afresh with the same output.
 * Minimal framings (``span="minimal"``): a frame closes after the first row where the framing
   says ``SATISFIED`` and the frame is at least ``min_duration`` long; a frame that ends
   otherwise (a missing element, a ``BREAK``, the end of input) never satisfied its predicate

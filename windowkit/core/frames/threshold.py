@@ -26,10 +26,10 @@ brute-force oracle ``windowkit.reference.frames`` is written from the same text)
 * ``min_duration`` holds when ``n_tuples >= D`` (rows; bridged missing values count) or
   ``last - start >= D`` (time; point events). Shorter frames are never reported.
 * A frame is *certain* at the first satisfying row where it reaches ``min_duration``: it gets its
-  ``frame_id`` (0, 1, 2... per key) and, with ``fragment_every``, a ``partial`` row; then another
-  partial at the first satisfying row past each further multiple of ``fragment_every``, and one
-  ``final`` row when it closes. Since every row is placed by the data alone, the output does not
-  depend on how the stream is cut into batches.
+  ``frame_id`` (the time of its first row) and, with ``fragment_every``, a ``partial`` row; then
+  another partial at the first satisfying row past each further multiple of
+  ``fragment_every``, and one ``final`` row when it closes. Since every row is placed by the
+  data alone, the output does not depend on how the stream is cut into batches.
 * A frame closes on the first separator after ``last`` (with missing values bridged, on the
   first 0), or, with ``missing="unsatisfied"`` and a schedule, when the watermark shows the next
   report is absent: no row can arrive before ``last + ceil(1.5 P)`` (see
