@@ -131,10 +131,11 @@ TECHNIQUES = {"threshold": threshold, "boundary": framing("boundary"),
               "persistent": persistent, "exact_persistent": exact_persistent, "widen": widen}
 CELLS = [
     *[(f, "time", kind, "malformed") for f in TECHNIQUES for kind in ("null", "unparsable")],
-    *[(f, "key", "null", "malformed") for f in ("threshold", "boundary", "multi_granular",
-                                                 "recurring", "widen")],
-    *[(f, "key", kind, "key") for f in ("threshold", "boundary", "multi_granular",
-                                        "recurring", "widen") for kind in ("nan", "inf", "-inf")],
+    *[(f, "key", "null", "malformed") for f in ("threshold", "boundary", "delta", "aggregate",
+                                                 "multi_granular", "recurring", "widen")],
+    *[(f, "key", kind, "key") for f in ("threshold", "boundary", "delta", "aggregate",
+                                        "multi_granular", "recurring", "widen")
+      for kind in ("nan", "inf", "-inf")],
     *[("threshold", "value", kind, "missing") for kind in ("null", "nan", "inf", "-inf")],
     ("threshold", "value", "unparsable", "missing and malformed"),
     *[(f, "value", kind, "missing") for f in ("boundary", "delta", "aggregate")
@@ -209,6 +210,33 @@ def test_each_cell_of_the_table(spark, technique, role, kind, expected):
         assert len(results) == 1 and 4 not in results[0]["times"]
 
 
+@pytest.mark.parametrize("kind", ["nan", "inf", "-inf", "null"])
+def test_widen_compares_nan_and_inf_in_detector_columns_as_text(spark, kind):
+    # The remote shell, its dups' fd a bad double y, accept's ret the text Spark gives it:
+    #   n    0       1    2    3     4    5    6     7
+    #   call accept  dup  dup  open  dup  dup  open  execve
+    #   fd   3.0     y    y    y     y    y    y     y
+    #   ret  text(y) 0    1    9     2    2    9     0
+    # NaN, inf and -inf are compared as their text ("NaN", "Infinity", "-Infinity"): the dups
+    # match accept's ret, and the shell is found; a null matches no step: nothing is found.
+    from pyspark.sql import functions as F
+
+    from windowkit.spark import widen_detect
+
+    y = BAD[kind]
+    text = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity", "null": "NaN"}[kind]
+    calls = ["accept", "dup", "dup", "open", "dup", "dup", "open", "execve"]
+    rets = [text, "0", "1", "9", "2", "2", "9", "0"]
+    rows = [("a", n, call, 3.0 if n == 0 else y, ret)
+            for n, (call, ret) in enumerate(zip(calls, rets, strict=True))]
+    events = spark.createDataFrame(rows, "k string, t long, call string, fd double, "
+                                         "ret string").withColumn("exe", F.lit("/bin/sh"))
+    found = widen_detect(events, "t", by="k", base="1 second", max_length=8,
+                         max_duration="16 seconds", time_unit="s").collect()
+    assert [reason_of(r.asDict()) for r in found] == [None] * len(found)
+    assert len(found) == (0 if kind == "null" else 1)
+
+
 def test_fill_frames_filler_rows_without_a_key_or_a_time_are_malformed(spark):
     from pyspark.sql import functions as F
 
@@ -276,3 +304,55 @@ def test_a_row_behind_the_watermark_comes_out_late_with_its_json(spark, tmp_path
     late_row = spark.read.parquet(str(source / "p2.parquet"))
     expected = late_row.select(F.to_json(F.struct(*late_row.columns))).first()[0]
     assert [(reason_of(r), r["detail"]) for r in got if reason_of(r)] == [("late", expected)]
+
+
+def test_a_late_filler_row_of_a_stream_stream_fill_is_dropped_and_counted(spark, tmp_path):
+    """fill_frames' late cell: Spark's join drops a filler row behind the watermark, and
+    ``late_filler_rows`` counts it (the README says why it is not set aside with its JSON)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from windowkit.spark import fill_frames
+    from windowkit.spark.fill import late_filler_rows
+
+    t0 = pd.Timestamp("2026-01-01", tz="UTC")
+    s = pd.Timedelta(seconds=1)
+    # micro-batch   frame [start, end)     filler row
+    #   0           [0 s, 10 s)            5 s     -> filled
+    #   1           [1000 s, 1010 s)       1005 s  -> filled; the watermark moves to 945 s
+    #   2           [1500 s, 1510 s)       1505 s  -> filled (Spark's join drops rows behind
+    #                                                 the watermark of the micro-batch before)
+    #   3           [3000 s, 3010 s)       6 s     -> behind it: dropped, counted
+    def frame(i, start):
+        return [("a", i, t0 + start * s, t0 + (start + 10) * s, t0 + (start + 5) * s, "final")]
+
+    frames = [frame(0, 0), frame(1, 1000), frame(2, 1500), frame(3, 3000)]
+    filler = [[("a", t0 + 5 * s, 1)], [("a", t0 + 1005 * s, 2)], [("a", t0 + 1505 * s, 3)],
+              [("a", t0 + 6 * s, 4)]]
+    stamp = pa.timestamp("us", tz="UTC")
+    schemas = {"frames": pa.schema([("k", pa.string()), ("frame_id", pa.int64()),
+                                    ("start", stamp), ("end", stamp), ("last", stamp),
+                                    ("status", pa.string())]),
+               "filler": pa.schema([("k", pa.string()), ("t", stamp), ("x", pa.int64())])}
+    streams = {}
+    for name, batches in (("frames", frames), ("filler", filler)):
+        folder = tmp_path / name
+        folder.mkdir()
+        for i, rows in enumerate(batches):  # one file per micro-batch, in this order
+            table = pa.Table.from_pylist([dict(zip(schemas[name].names, r, strict=True))
+                                          for r in rows], schema=schemas[name])
+            pq.write_table(table, folder / f"p{i}.parquet")
+            os.utime(folder / f"p{i}.parquet", (1_700_000_000 + i, 1_700_000_000 + i))
+        streams[name] = spark.readStream.schema(spark.read.parquet(str(folder)).schema).option(
+            "maxFilesPerTrigger", 1).parquet(str(folder))
+    out = fill_frames(streams["frames"], streams["filler"], "t", by="k", before="0 seconds",
+                      max_frame_length="1 minute", late="1 minute")
+    query = out.writeStream.format("memory").queryName("late_filler").start()
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    got = sorted((r["frame_id"], r["x"], r["rejected"]) for r in spark.table("late_filler")
+                 .collect())
+    assert got == [(0, 1, None), (1, 2, None), (2, 3, None)]
+    assert late_filler_rows(query) == 1

@@ -128,7 +128,8 @@ def test_a_rerun_replaces_what_windowkit_wrote_and_nothing_else(spark, tmp_path,
 def test_a_bad_master_is_one_line_before_spark_the_program(tmp_path, csv_input):
     line = windowkit(*frames(csv_input, tmp_path / "o", "--master", "local[*]; rm -rf X"))
     assert line.startswith("windowkit: error: `--master` 'local[*]; rm -rf X' is not a Spark "
-                           "master URL; accepted: local, local[N], local[*], local-cluster")
+                           "master URL; accepted: local, local[N], local[*], local[N,F], "
+                           "local-cluster")
     assert not (tmp_path / "o").exists()
 
 

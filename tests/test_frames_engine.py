@@ -26,6 +26,7 @@ from windowkit.core.frames import (
 )
 from windowkit.core.operator import EventTimeRunner
 from windowkit.reference.framings import framings_reference
+from windowkit.testing.frames import open_frame_ids, with_todays_ids
 from windowkit.testing.streams import BASE_STEP, durations, keyed_streams
 
 SETTINGS = settings(max_examples=60, deadline=None,
@@ -176,8 +177,10 @@ def older_state() -> tuple[dict, pd.DataFrame, pd.DataFrame]:
     return blobs, second, expected
 
 
-def _expected(expected: pd.DataFrame, source: str) -> pd.DataFrame:
-    return canonical(expected[expected["source"] == source].drop(columns="source"))
+def _expected(expected: pd.DataFrame, source: str, still_open: dict) -> pd.DataFrame:
+    """That commit's rows, with today's frame ids (frames open in its state keep theirs)."""
+    older = expected[expected["source"] == source].drop(columns="source")
+    return canonical(with_todays_ids(older, still_open))
 
 
 def test_threshold_bytes_of_older_windowkit_load_and_frame_on(older_state):
@@ -185,18 +188,20 @@ def test_threshold_bytes_of_older_windowkit_load_and_frame_on(older_state):
     framer = ThresholdFramer.from_bytes(blobs["framer"])
     assert framer.spec == ThresholdFramer(**SPEC).spec and framer.open_frames > 0
     assert framer.to_bytes() == blobs["framer"]  # the same bytes, read and written again
+    still_open = open_frame_ids(framer)
     out = pd.concat([framer.process(second), framer.finish()], ignore_index=True)
-    pd.testing.assert_frame_equal(canonical(out), _expected(expected, "framer"))
+    pd.testing.assert_frame_equal(canonical(out), _expected(expected, "framer", still_open))
 
 
 def test_a_runner_of_older_windowkit_with_buffered_rows_loads_and_frames_on(older_state):
     blobs, second, expected = older_state
     runner = EventTimeRunner.from_bytes(blobs["runner"])
     assert runner.buffered_rows > 0
+    still_open = open_frame_ids(runner.operator)
     out, late = runner.push(second, int(second["time"].max()) - 25)
     assert late.empty
     got = canonical(pd.concat([out, runner.finish()], ignore_index=True))
-    pd.testing.assert_frame_equal(got, _expected(expected, "runner"))
+    pd.testing.assert_frame_equal(got, _expected(expected, "runner", still_open))
 
 
 def test_threshold_chunks_of_older_windowkit_load_into_the_engine(older_state):
@@ -205,5 +210,110 @@ def test_threshold_chunks_of_older_windowkit_load_into_the_engine(older_state):
     chunks = [blob for name, blob in blobs.items() if name.startswith("chunk_")]
     framer = ThresholdFramer(**SPEC)
     framer.load_key_state(*decode_chunks(chunks, framer.key_state()[1]))
+    still_open = open_frame_ids(framer)
     out = pd.concat([framer.process(second), framer.finish()], ignore_index=True)
-    pd.testing.assert_frame_equal(canonical(out), _expected(expected, "framer"))
+    pd.testing.assert_frame_equal(canonical(out), _expected(expected, "framer", still_open))
+
+
+# -- keys whose frames closed leave the state (issue #39, point 9) ----------------------------
+def _comers_and_goers(waves: int, keys: int) -> list[pd.DataFrame]:
+    """Wave ``w``: ``keys`` new keys, each with two rows 10 µs apart that make one frame
+    (values 1.0 then 1.5: true, within any delta of 1, a sum reaching 2), never seen again."""
+    out = []
+    for w in range(waves):
+        names = np.array([f"w{w}k{k}" for k in range(keys)], dtype=object)
+        t0 = 100 * w
+        out.append(pd.DataFrame({"key": np.repeat(names, 2),
+                                 "time": np.tile([t0, t0 + 10], keys),
+                                 "value": np.tile([1.0, 1.5], keys)}))
+    return out
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ThresholdFramer("2 rows", schedule=10),
+    lambda: DeltaFramer(1.0, schedule=10),
+    lambda: AggregateFramer("sum", ">=", 2.0, schedule=10),  # minimal: waits for its end
+    lambda: CustomFramer(IncreasingTrend(), schedule=10, fragment_every="1 rows"),
+], ids=["threshold", "delta", "aggregate-minimal", "custom"])
+def test_keys_whose_frames_closed_leave_the_state_issue_39(make):
+    # wave w:  t = 100w    100w+10   (the report due at 100w+20 is absent: the watermark at
+    #          [====================)  100w+50 shows it, and the frame ends there)
+    # Afterwards each key owes nothing: no frame open, nothing waiting. The state must hold
+    # the live keys (none), not every key ever seen; the output is the one-batch output.
+    waves = _comers_and_goers(4, 50)
+    runner, outputs, sizes = EventTimeRunner(make()), [], []
+    for w, wave in enumerate(waves):
+        out, late = runner.push(wave, 100 * w + 50)
+        assert late.empty and runner.operator.open_frames == 0
+        outputs.append(out)
+        keys, _ = runner.operator.key_state()
+        assert len(keys) == 0 and runner.operator.n_keys == 0
+        sizes.append(len(runner.operator.to_bytes()))
+        runner = EventTimeRunner.from_bytes(runner.to_bytes())
+    assert sizes == sizes[:1] * len(sizes)
+    whole = make()
+    alone = pd.concat([whole.process(pd.concat(waves, ignore_index=True)), whole.finish()])
+    assert (alone["status"] == "final").sum() == 4 * 50
+    pd.testing.assert_frame_equal(canonical(pd.concat(outputs)), canonical(alone))
+
+
+def test_a_key_that_comes_back_after_leaving_frames_as_if_it_had_stayed():
+    # key a:  t  0   10   (absent 20)   ...   200  210
+    #            [=======)                     [=======)   ids 0 and 200, the frames' starts
+    framer = ThresholdFramer("2 rows", schedule=10)
+    first = framer.process(pd.DataFrame({"key": "a", "time": [0, 10], "value": [1, 1]}))
+    first = pd.concat([first, framer.advance(50)])
+    assert framer.n_keys == 0
+    again = framer.process(pd.DataFrame({"key": "a", "time": [200, 210], "value": [1, 1]}))
+    again = pd.concat([again, framer.finish()])
+    rows = pd.concat([first, again])[["frame_id", "start", "end"]].values.tolist()
+    assert rows == [[0, 0, 20], [200, 200, 220]]
+
+
+def test_frames_starting_at_one_instant_get_distinct_increasing_ids():
+    # key a, tied rows at t=5 in three bands of 10, then t=6 in a fourth band:
+    #   t=5: 1 | 15 | 25      t=6: 35      -> frames [5,5) [5,5) [5,6) [6,7)
+    # ids: the start, or one past the previous id when starts tie: 5, 6, 7, then 8
+    df = pd.DataFrame({"key": "a", "time": [5, 5, 5, 6], "value": [25.0, 1.0, 15.0, 35.0]})
+    framer = BoundaryFramer(10.0)
+    out = pd.concat([framer.process(df), framer.finish()])
+    assert out[["frame_id", "start"]].values.tolist() == [[5, 5], [6, 5], [7, 5], [8, 6]]
+    ref = framings_reference(df, "boundary", {"x": 10.0}, "1 rows")
+    assert ref["frame_id"].tolist() == [5, 6, 7, 8]
+
+
+def test_a_liberal_extent_keeps_a_settled_key_its_next_start_is_the_last_report():
+    # key a:  t  0  10  20        the frame [10, 20) reaches back to the report at 0; after
+    #            0   1   0        it closes, a's next frame reaches back to a's last report
+    framer = ThresholdFramer("1 rows", extent="liberal")
+    framer.process(pd.DataFrame({"key": "a", "time": [0, 10, 20], "value": [0, 1, 0]}))
+    framer.advance(30)
+    assert framer.n_keys == 1
+    out = framer.process(pd.DataFrame({"key": "a", "time": [40, 50], "value": [1, 0]}))
+    assert out[["frame_id", "start", "end"]].values.tolist() == [[40, 20, 50]]
+
+
+def test_key_deadlines_follow_key_state_while_settled_keys_stay_in_memory():
+    # k0:  t 0 (true) 5 (false): its frame closed at 5; k1..k9: t 0 (true), open, due at 14.
+    # At watermark 5 k0 is settled, one key in ten: it stays in memory (dropped once a
+    # quarter of those held), out of key_state(), and out of key_deadlines() with it.
+    framer = ThresholdFramer("1 rows", schedule=10)
+    keys = [f"k{i}" for i in range(10)]
+    framer.process(pd.DataFrame({"key": [*keys, "k0"], "time": [0] * 10 + [5],
+                                 "value": [1] * 10 + [0]}))
+    assert framer.advance(5).empty
+    held, _ = framer.key_state()
+    assert held.tolist() == keys[1:]
+    assert framer.key_deadlines().tolist() == [14] * 9
+
+
+def test_frames_before_1970_take_their_negative_start_as_id():
+    # key a:  t  -30  -20  -10  -1   0   5       frames [-30, -10) and [-1, 5)
+    #             1    1    0    1   1   0       ids -30 and 0: -1 means "no id" in state
+    df = pd.DataFrame({"key": "a", "time": [-30, -20, -10, -1, 0, 5],
+                       "value": [1.0, 1.0, 0.0, 1.0, 1.0, 0.0]})
+    framer = CustomFramer(ThresholdFraming(), min_duration="2 rows")
+    out = framer.process(df)
+    assert out[["frame_id", "start", "end"]].values.tolist() == [[-30, -30, -10], [0, -1, 5]]
+    ref = framings_reference(df, "threshold", {}, "2 rows")
+    assert ref["frame_id"].tolist() == [-30, 0]

@@ -70,7 +70,7 @@ def test_appendix_b_f1() -> None:
     # value  0  0  1  1  0  1  1  1  1  0
     #              [=====)  [===========)
     assert finals(out) == [(3, 4, 5, 2, 0), (6, 9, 10, 4, 0)]
-    assert out["frame_id"].tolist() == [0, 1]
+    assert out["frame_id"].tolist() == [3, 6]  # the time of each frame's first row
     assert list(out.columns) == [
         "key",
         "frame_id",
@@ -254,10 +254,10 @@ def test_min_duration_in_rows() -> None:
     df = stream([1, 2, 3, 4, 5, 6, 7], [1, 1, 0, 1, 1, 1, 0])
     # time   1  2  3  4  5  6  7
     #        1  1  0  1  1  1  0
-    #        (2 rows)  [=======)   only the 3-row frame passes "3 rows"; it gets frame_id 0
+    #        (2 rows)  [=======)   only the 3-row frame passes "3 rows": frame_id 4, its start
     out = threshold_frames_reference(df, "3 rows")
     assert finals(out) == [(4, 6, 7, 3, 0)]
-    assert out["frame_id"].tolist() == [0]
+    assert out["frame_id"].tolist() == [4]
 
 
 def test_min_duration_in_rows_counts_bridged_missing() -> None:
@@ -284,10 +284,10 @@ def test_frame_ids_are_per_key() -> None:
     df = pd.concat([b, a]).sort_values("time", kind="stable")
     # a: time 1  2  3  4  5          b: time 1  2  3
     #         1  0  1  0  1                  0  1  1
-    #         [) id0 [) id1 [) id2              [====) id0
+    #         [) id1 [) id3 [) id5              [====) id2
     out = threshold_frames_reference(df, "1 rows")
     assert out["key"].tolist() == ["a", "a", "a", "b"]
-    assert out["frame_id"].tolist() == [0, 1, 2, 0]
+    assert out["frame_id"].tolist() == [1, 3, 5, 2]
     assert out["start"].tolist() == [1, 3, 5, 2]
 
 
@@ -311,7 +311,7 @@ def test_fragments_anchor_then_every_f_rows() -> None:
     #              A     P     P        anchor at 3 rows (t=3), then every 2 rows
     #        [====================)
     out = threshold_frames_reference(df, "3 rows", fragment_every="2 rows")
-    assert partials(out) == [(0, 3, 3, 0), (0, 5, 5, 0), (0, 7, 7, 0)]
+    assert partials(out) == [(1, 3, 3, 0), (1, 5, 5, 0), (1, 7, 7, 0)]
     assert finals(out) == [(1, 7, 8, 7, 0)]
     assert out["status"].tolist() == ["partial"] * 3 + ["final"]
 
@@ -335,7 +335,7 @@ def test_fragments_only_on_known_satisfying_elements() -> None:
     #           A  -  P         the missing element never carries a partial; the one at t=4
     #        [==========)       counts the bridged element
     out = threshold_frames_reference(df, "2 rows", missing="satisfying", fragment_every="1 rows")
-    assert partials(out) == [(0, 2, 2, 0), (0, 4, 4, 1)]
+    assert partials(out) == [(1, 2, 2, 0), (1, 4, 4, 1)]
 
 
 def test_fragment_anchor_counts_bridged_missing_in_rows() -> None:
@@ -344,16 +344,16 @@ def test_fragment_anchor_counts_bridged_missing_in_rows() -> None:
     #              A          3 elements so far at t=3 (one missing): anchor for "3 rows"
     df = stream([1, 2, 3, 4], [1, -1, 1, 0])
     out = threshold_frames_reference(df, "3 rows", missing="satisfying", fragment_every="5 rows")
-    assert partials(out) == [(0, 3, 3, 1)]
+    assert partials(out) == [(1, 3, 3, 1)]
 
 
 def test_no_partials_for_frames_below_min_duration() -> None:
     df = stream([1, 2, 3, 4, 5, 6], [1, 1, 0, 1, 1, 1])
     # time   1  2  3  4  5  6
     #        1  1  0  1  1  1
-    #        (too short)     A      only the second frame (frame_id 0) emits
+    #        (too short)     A      only the second frame (frame_id 4) emits
     out = threshold_frames_reference(df, "3 rows", fragment_every="1 rows")
-    assert partials(out) == [(0, 6, 3, 0)]
+    assert partials(out) == [(4, 6, 3, 0)]
     assert finals(out) == [(4, 6, 7, 3, 0)]
 
 
@@ -364,12 +364,12 @@ def test_partials_of_several_frames_sorted_by_key_frame_then_final() -> None:
     #        A  P     A  P
     out = threshold_frames_reference(df, "1 rows", fragment_every="1 rows")
     assert list(zip(out["frame_id"], out["status"], out["last"], strict=True)) == [
-        (0, "partial", 1),
-        (0, "partial", 2),
-        (0, "final", 2),
-        (1, "partial", 4),
-        (1, "partial", 5),
-        (1, "final", 5),
+        (1, "partial", 1),
+        (1, "partial", 2),
+        (1, "final", 2),
+        (4, "partial", 4),
+        (4, "partial", 5),
+        (4, "final", 5),
     ]
 
 
@@ -447,8 +447,8 @@ def test_oracle_invariants(df, min_duration, missing, period, fragment_every) ->
     satisfying = set(zip(df["key"], df["time"], df["value"], strict=True))
     for key, frames in out.groupby("key"):
         fin = frames[frames["status"] == "final"]
-        # frame ids 0..n-1 in time order, frames disjoint and ordered: last < end <= next start
-        assert fin["frame_id"].tolist() == list(range(len(fin)))
+        # frame ids are the frames' starts, frames disjoint and ordered: last < end <= next start
+        assert fin["frame_id"].tolist() == fin["start"].tolist()
         assert (fin["start"] <= fin["last"]).all() and (fin["last"] < fin["end"]).all()
         assert (fin["end"].to_numpy()[:-1] <= fin["start"].to_numpy()[1:]).all()
         for r in fin.itertuples():

@@ -226,8 +226,8 @@ def test_appendix_b_f3_increasing_over_at_least_three_time_units(framing):
     #  at least three:  (1,        4)       (7,    9)
     framer = CustomFramer(framing, min_duration="3 rows")
     out = pd.concat([framer.update(np.arange(1, 11), TEMPS), framer.finish()])
-    assert out[["start", "last", "end", "frame_id"]].values.tolist() == [[1, 4, 5, 0],
-                                                                          [7, 9, 10, 1]]
+    assert out[["start", "last", "end", "frame_id"]].values.tolist() == [[1, 4, 5, 1],
+                                                                          [7, 9, 10, 7]]
 
 
 def test_hand_computed_aggregate_boundary_and_delta_frames():

@@ -74,18 +74,22 @@ COMMANDS = {t.name: (list(t.stream_example.args), t.stream_example.outputs)
             for t in TECHNIQUES if t.stream_example is not None}
 
 
-def command(name, input_dir, run_dir, stream: bool = True, master: str = "local[2]",
+def command(name, input_dir, run_dir, stream: bool = True, master: str | None = "local[2]",
             files_per_trigger: int = 1) -> list[str]:
+    """The command line; ``master=None`` leaves windowkit's default master."""
     own, _ = COMMANDS[name]
     streaming = ["--stream", "--checkpoint", str(run_dir / "ck"), "--late", "5 minutes",
                  "--max-files-per-trigger", str(files_per_trigger)]
     return [sys.executable, "-m", "windowkit.cli", *own, "--input", str(input_dir),
             "--time", "time", "--by", "router", *(streaming if stream else []),
-            "--output", str(run_dir / "out"), "--shards", "2", "--master", master]
+            "--output", str(run_dir / "out"), "--shards", "2",
+            *(["--master", master] if master else [])]
 
 
 def start(name, input_dir, run_dir, env_extra=None, **options) -> subprocess.Popen:
     env = {**os.environ, **(env_extra or {})}
+    if options.get("master", "given") is None:
+        env.pop("WINDOWKIT_MASTER", None)  # windowkit's own default
     # its own process group: kill -9 reaches the driver's Python, its JVM and the workers
     return subprocess.Popen(command(name, input_dir, run_dir, **options), env=env,
                             start_new_session=True, stdout=subprocess.DEVNULL,
@@ -140,11 +144,6 @@ def test_kill_9_and_restart_give_exactly_the_uninterrupted_rows(input_dir, tmp_p
         pd.testing.assert_frame_equal(output_rows(crashed, out), expected[out])
 
 
-#: Spark retries a failed task only if the job allows it: in local mode ``local[N, F]`` (F
-#: attempts per task; ``spark.task.maxFailures`` is not read there), on a cluster by default.
-RETRYING_MASTER = "local[2,4]"
-
-
 def busy_worker(proc: subprocess.Popen, marker, timeout: float = 300) -> psutil.Process:
     """The Python worker of ``proc``'s JVM that holds a windowkit task (its pid in
     ``marker/pid``, written by the task itself), once there is one."""
@@ -164,10 +163,13 @@ def busy_worker(proc: subprocess.Popen, marker, timeout: float = 300) -> psutil.
 @pytest.mark.parametrize("stream", [False, True], ids=["batch", "micro-batch"])
 def test_kill_9_of_a_busy_python_worker_is_retried_with_the_same_rows(input_dir, tmp_path,
                                                                       stream):
+    # Spark retries a failed task only if the job allows it: in local mode ``local[N, F]`` (F
+    # attempts per task; ``spark.task.maxFailures`` is not read there), on a cluster by
+    # default. windowkit's default master (no --master, no WINDOWKIT_MASTER) is of that form.
     clean, killed, marker = tmp_path / "clean", tmp_path / "killed", tmp_path / "marker"
     marker.mkdir()
     # two micro-batches: the first one's stateful step is killed
-    options = {"stream": stream, "master": RETRYING_MASTER, "files_per_trigger": N_FILES // 2}
+    options = {"stream": stream, "master": None, "files_per_trigger": N_FILES // 2}
     assert run_to_end("frames", input_dir, clean, **options) == 0
     expected = {out: output_rows(clean, out) for out in COMMANDS["frames"][1]}
     assert len(expected["frames"]) > 10

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from urllib.parse import urlparse
 
 from windowkit.cli.ownership import MANIFEST, OUTPUT_MARK, SPARK, check_part, claim_part
+from windowkit.cli.spark_urls import DEFAULT_MASTER
 from windowkit.core.durations import TIME_UNITS
 
 FORMATS = ("csv", "json", "parquet")
@@ -66,7 +67,7 @@ def add_io_arguments(parser: argparse.ArgumentParser, stream: bool = True) -> No
                             help="how late a row may arrive with --stream (watermark delay)")
 
 
-def add_spark_arguments(parser: argparse.ArgumentParser, default_master: str = "local[*]",
+def add_spark_arguments(parser: argparse.ArgumentParser, default_master: str = DEFAULT_MASTER,
                         when: str = "") -> None:
     """Add ``--master`` and ``--remote``: where Spark runs (checked by
     :func:`windowkit.cli.spark_urls.spark_target` before it starts).
@@ -478,7 +479,7 @@ def start_spark(args: argparse.Namespace, app_name: str, progress: Progress):
     from windowkit.spark.session import windowkit_session
 
     remote = getattr(args, "remote", None)
-    default = "spark-submit's master" if "PYSPARK_GATEWAY_PORT" in os.environ else "local[*]"
+    default = "spark-submit's master" if "PYSPARK_GATEWAY_PORT" in os.environ else DEFAULT_MASTER
     progress.step(f"starting Spark ({remote or args.master or default})")
     return windowkit_session(args.master, app_name=app_name,
                              quiet=not getattr(args, "verbose", False), remote=remote,

@@ -15,6 +15,7 @@ from importlib import resources
 from windowkit.cli.common import Progress, check_output, claim_output
 from windowkit.cli.ownership import FILE, record_part
 from windowkit.cli.run import add_run_arguments
+from windowkit.cli.spark_urls import DEFAULT_MASTER
 
 PIPELINE = "network_day.toml"
 DATA = "data"
@@ -44,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="small: a 5-hour day with a few thousand rows per table, every kind "
                         "of case still in it (a quick look; --hours is ignored)")
     p.add_argument("--seed", type=int, default=0, help="dataset seed")
-    add_run_arguments(p, "local[*]")
+    add_run_arguments(p, DEFAULT_MASTER)
     p.set_defaults(handler=run)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from windowkit.cli.spark_urls import DEFAULT_MASTER
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``run`` subcommand.
@@ -28,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--output", default=None, help="output directory instead of the file's")
     p.add_argument("--check", action="store_true",
                    help="only check the file and its inputs; do not start Spark")
-    add_run_arguments(p, "the file's [pipeline] master or remote, else local[*]")
+    add_run_arguments(p, f"the file's [pipeline] master or remote, else {DEFAULT_MASTER}")
     p.add_argument("--quiet", action="store_true",
                    help="print no warning (of a step's newest time far beyond the others)")
     p.set_defaults(handler=run)
@@ -92,7 +94,7 @@ def run_checked(pipeline, infos, args: argparse.Namespace, progress):
     # the command line says where Spark runs, else the file does
     master, remote = (args.master, args.remote) if args.master or args.remote else (
         pipeline.master, pipeline.remote)
-    progress.step(f"starting Spark ({remote or master or 'local[*]'})")
+    progress.step(f"starting Spark ({remote or master or DEFAULT_MASTER})")
     spark = windowkit_session(master, app_name=f"windowkit {pipeline.name}",
                               quiet=not args.verbose, remote=remote,
                               extra_conf=status_conf(remote))

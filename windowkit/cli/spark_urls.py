@@ -12,9 +12,14 @@ import re
 
 _HOST = r"(?:[A-Za-z0-9](?:[A-Za-z0-9\-_.]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])"
 _PORT = r"(?::\d{1,5})"
-_LOCAL = r"local(?:\[(?:\*|[1-9]\d*)(?:,[1-9]\d*)?\])?"
+_LOCAL = r"local(?:\[(?:\*|[1-9]\d*)(?:\s*,\s*[1-9]\d*)?\])?"
+#: Where windowkit runs Spark when told nothing: every local core, and up to 4 attempts per
+#: task. Spark's local mode retries a failed task (a Python worker killed, say) only when the
+#: master says so in its ``local[N, F]`` form; ``local[N]`` or ``local[*]`` given by a user
+#: stays as given, one attempt per task.
+DEFAULT_MASTER = "local[*,4]"
 MASTERS = {
-    "local, local[N], local[*]": _LOCAL,
+    "local, local[N], local[*], local[N,F]": _LOCAL,
     "local-cluster[N,C,M]": r"local-cluster\[[1-9]\d*,\s*[1-9]\d*,\s*[1-9]\d*\]",
     "spark://HOST:PORT": rf"spark://{_HOST}{_PORT}(?:,{_HOST}{_PORT})*",
     "yarn": r"yarn",
@@ -23,7 +28,7 @@ MASTERS = {
 REMOTES = {
     "sc://HOST[:PORT][/;key=value...]":
         rf"sc://{_HOST}{_PORT}?(?:/(?:;[A-Za-z_][A-Za-z0-9_]*=[^;\s/]*)*)?",
-    "local, local[N], local[*] (a local Spark Connect server)": _LOCAL,
+    "local, local[N], local[*], local[N,F] (a local Spark Connect server)": _LOCAL,
 }
 
 
@@ -42,7 +47,8 @@ def spark_target(master: str | None, remote: str | None,
     Parameters
     ----------
     master : str, optional
-        A Spark master URL (``local[*]``, ``spark://host:7077``, ``yarn``, ``k8s://...``).
+        A Spark master URL (``local[*]``, ``local[*,4]``, ``spark://host:7077``, ``yarn``,
+        ``k8s://...``).
     remote : str, optional
         A Spark Connect URL (``sc://host:15002``, or ``local[N]`` for a local server).
     names : tuple of str
@@ -62,6 +68,8 @@ def spark_target(master: str | None, remote: str | None,
     --------
     >>> spark_target("local[4]", None), spark_target("sc://spark.example.com:15002", None)
     (('local[4]', None), (None, 'sc://spark.example.com:15002'))
+    >>> spark_target(DEFAULT_MASTER, None), spark_target("local[2, 3]", None)
+    (('local[*,4]', None), ('local[2, 3]', None))
     >>> spark_target("local[*]; rm -rf X", None)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...

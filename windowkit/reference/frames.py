@@ -22,7 +22,8 @@ the predicate holds, ``0`` when it does not, ``-1`` when it is missing/unknown):
 * ``end`` is the time of the element right after the frame's last element in the expanded
   sequence, or ``last + 1`` when nothing follows (no schedule, end of input).
 * Candidates shorter than ``min_duration`` (``n_tuples`` for rows, ``last - start`` for time)
-  are dropped; ``frame_id`` numbers the survivors per key.
+  are dropped; a survivor's ``frame_id`` is the time of its first row (:func:`next_frame_id`:
+  one past the key's previous id if frames start at one instant).
 * With ``fragment_every`` ``F``, partial rows are emitted at the *anchor* (the first ``1``
   element where the frame so far reaches ``min_duration``) and then at the first ``1`` element
   crossing each further multiple of ``F`` past the anchor (one row per element).
@@ -92,19 +93,19 @@ def threshold_frames_reference(
     >>> out = threshold_frames_reference(df, "1 rows")
     >>> out[["frame_id", "start", "last", "end", "n_tuples", "status"]]
        frame_id  start  last  end  n_tuples status
-    0         0      3     4    5         2  final
-    1         1      6     9   10         4  final
+    0         3      3     4    5         2  final
+    1         6      6     9   10         4  final
 
     With fragments every 2 rows after a 2-row anchor:
 
     >>> out = threshold_frames_reference(df, "2 rows", fragment_every="2 rows")
     >>> out[["frame_id", "start", "last", "end", "status"]]
        frame_id  start  last   end   status
-    0         0      3     4  <NA>  partial
-    1         0      3     4     5    final
-    2         1      6     7  <NA>  partial
-    3         1      6     9  <NA>  partial
-    4         1      6     9    10    final
+    0         3      3     4  <NA>  partial
+    1         3      3     4     5    final
+    2         6      6     7  <NA>  partial
+    3         6      6     9  <NA>  partial
+    4         6      6     9    10    final
     """
     min_d = Duration.parse(min_duration, "min_duration")
     frag = None if fragment_every is None else Duration.parse(fragment_every, "fragment_every")
@@ -226,7 +227,7 @@ def _frames_of_key(
 
     # 2. Trim leading/trailing missing elements; what remains is a candidate frame.
     rows: list[dict[str, object]] = []
-    frame_id = 0
+    frame_id = None
     for segment in segments:
         while segment and values[segment[0]] == -1:
             segment = segment[1:]
@@ -249,6 +250,7 @@ def _frames_of_key(
 
         # 4. End: the element after `last`, else one microsecond past it.
         end = times[last + 1] if last + 1 < len(expanded) else last_time + 1
+        frame_id = next_frame_id(start, frame_id)
 
         # 5. Partial fragments.
         if frag is not None:
@@ -277,8 +279,23 @@ def _frames_of_key(
                 "status": "final",
             }
         )
-        frame_id += 1
     return rows
+
+
+def next_frame_id(start: int, previous: int | None) -> int:
+    """A frame's ``frame_id``: the time of its first row, or one past the ``previous`` id of
+    its key when that is not below it (frames starting at one instant, on tied rows), so that
+    a key's ids increase; -1 (which means "no id" in state bytes) becomes 0.
+
+    Examples
+    --------
+    >>> next_frame_id(30, None), next_frame_id(30, 30), next_frame_id(45, 31)
+    (30, 31, 45)
+    >>> next_frame_id(-1, None), next_frame_id(-5, None)
+    (0, -5)
+    """
+    fid = start if previous is None else max(start, previous + 1)
+    return 0 if fid == -1 else fid
 
 
 def _fragment_points(

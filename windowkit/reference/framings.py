@@ -32,8 +32,9 @@ For one key (times int64 µs; a value is a float, missing when null, NaN or infi
 5. A frame reports ``start``/``last`` (times of its first and last rows), ``end`` (time of the
    element after ``last``, else ``last + 1``), ``n_tuples`` (elements from first to last),
    ``n_missing``; with ``extent="liberal"`` ``start`` is the time of the element before the
-   first row when there is one. Partial rows follow threshold frames' rule
-   (:func:`windowkit.reference.frames.threshold_frames_reference`).
+   first row when there is one. ``frame_id`` is the time of the first row (one past the
+   previous id of the key when frames start at one instant). Partial rows follow threshold
+   frames' rule (:func:`windowkit.reference.frames.threshold_frames_reference`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from typing import Any
 import pandas as pd
 
 from windowkit.core.durations import Duration, to_micros
-from windowkit.reference.frames import _fragment_points
+from windowkit.reference.frames import _fragment_points, next_frame_id
 
 OUTPUT_COLUMNS = ["key", "frame_id", "start", "end", "last", "n_tuples", "n_missing", "status"]
 KINDS = ("boundary", "delta", "aggregate", "increasing", "threshold")
@@ -245,9 +246,11 @@ def _frames_of_key(key, elements, kind, params, min_d, missing, frag, extent):
             pos = stop + 1
 
     rows: list[dict[str, Any]] = []
-    for frame_id, frame in enumerate(frames):
+    frame_id = None
+    for frame in frames:
         first, last = frame[0], frame[-1]
         start = times[first]
+        frame_id = next_frame_id(start, frame_id)
         if extent == "liberal" and first > 0:
             start = times[first - 1]
         n_missing = sum(1 for i in range(first, last + 1) if values[i] is None)

@@ -10,6 +10,8 @@ import sys
 
 from pyspark.sql import SparkSession
 
+from windowkit.cli.spark_urls import DEFAULT_MASTER
+
 PYTHON_DAEMON = "windowkit.spark.python_daemon"
 SIMPLIFIED_TRACEBACK_CONF = "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -67,8 +69,12 @@ def windowkit_session(
 ) -> SparkSession:
     """Get or create a SparkSession with windowkit's configuration.
 
-    Local mode (``local[*]``) unless ``master`` names a cluster, or a Spark Connect session with
-    ``remote``; with neither and no ``extra_conf``, an active session is returned unchanged.
+    Local mode unless ``master`` names a cluster, or a Spark Connect session with ``remote``;
+    with neither and no ``extra_conf``, an active session is returned unchanged. Local mode
+    without a master is ``WINDOWKIT_MASTER`` if set, else ``local[*,4]``: every core, and a
+    failed task (a Python worker killed, a lost executor) tried up to 4 times, as on a cluster;
+    Spark's local mode retries only when its master says so. A master given (``local[2]``)
+    stays as given.
     Sets the Python workers to this
     interpreter, the RocksDB state store (needed by ``transformWithStateInPandas``), Arrow with
     large batches bounded by rows only (no per-row byte count), shuffle partitions sized for the
@@ -80,7 +86,8 @@ def windowkit_session(
     Parameters
     ----------
     master : str, optional
-        A master URL such as ``"local[2]"``, ``"spark://host:7077"`` or ``"yarn"``.
+        A master URL such as ``"local[2]"``, ``"local[2,4]"`` (4 attempts per task),
+        ``"spark://host:7077"`` or ``"yarn"``.
     app_name : str
         The application name.
     shuffle_partitions : int, optional
@@ -123,7 +130,7 @@ def windowkit_session(
     if submitted is None:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    master = remote or master or submitted or os.environ.get("WINDOWKIT_MASTER", "local[*]")
+    master = remote or master or submitted or os.environ.get("WINDOWKIT_MASTER", DEFAULT_MASTER)
     conf = _classic_conf(master, submitted is not None, shuffle_partitions, extra_conf, quiet)
     builder = SparkSession.builder.appName(app_name)
     if remote is not None:
@@ -237,6 +244,8 @@ def local_cores(master: str) -> int:
     --------
     >>> local_cores("local"), local_cores("local[3]"), local_cores("local[2, 4]")
     (1, 3, 2)
+    >>> local_cores(DEFAULT_MASTER) == (os.cpu_count() or 2)
+    True
     """
     inside = master[master.find("[") + 1:master.find("]")] if "[" in master else "1"
     first = inside.split(",")[0].strip()

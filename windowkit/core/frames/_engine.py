@@ -21,9 +21,16 @@ infinite is a missing element; absent reports are missing elements too.
   a known row (as in NiagaraST: "a frame cannot begin with a missing value").
 * Maximal framings (``span="maximal"``): a frame is reported when it is at least
   ``min_duration`` long (``n_tuples >= D`` rows, or ``last - start >= D`` in time); it is
-  *certain* at its first row where it reaches that length: it gets its ``frame_id`` (0, 1, 2...
-  per key) and, with ``fragment_every``, a ``partial`` row there and then at the first row past
-  each further multiple of ``fragment_every`` (the rule of threshold frames).
+  *certain* at its first row where it reaches that length: it gets its ``frame_id`` and, with
+  ``fragment_every``, a ``partial`` row there and then at the first row past each further
+  multiple of ``fragment_every`` (the rule of threshold frames).
+* ``frame_id`` (every framing; a minimal frame gets it when it completes) is the time of the
+  frame's first row, so it names one frame of its key with nothing kept per key: frames of a
+  key do not overlap. Frames of a key that start at one instant (tied rows each in a frame of
+  its own) take one past the key's previous id instead (:func:`frame_id_of`), so a key's ids
+  increase. A key that owes nothing (no frame open or waiting, the framing's state fresh) once
+  the watermark passed its last row and its last id leaves the state
+  (:meth:`SequenceFramer.settled_keys`): its next row starts afresh with the same output.
 * Minimal framings (``span="minimal"``): a frame closes after the first row where the framing
   says ``SATISFIED`` and the frame is at least ``min_duration`` long; a frame that ends
   otherwise (a missing element, a ``BREAK``, the end of input) never satisfied its predicate
@@ -100,6 +107,8 @@ OUTPUT_SCHEMA = [
 """The output columns of every framing."""
 
 _NONE = np.iinfo(np.int64).min
+# the frame_id field of a key without a certain frame, as state bytes have always held it
+_NO_ID = -1
 # frame status of a key: nothing open, a frame open, a (minimal) frame waiting for its end
 _IDLE, _OPEN, _PENDING = 0, 1, 2
 
@@ -256,8 +265,8 @@ class _KeyStates:
         grow = len(self.index) - held
         if grow:
             for name, arr in self.ints.items():
-                fill = _NONE if name in ("last_time", "pend_end", "f_before") else 0
-                fill = -1 if name == "frame_id" else fill
+                fill = _NONE if name in ("last_time", "pend_end", "f_before", "next_id") else 0
+                fill = _NO_ID if name == "frame_id" else fill
                 self.ints[name] = np.concatenate([arr, np.full(grow, fill, dtype=np.int64)])
             self.fstate = np.concatenate([self.fstate, np.tile(self.initial, (grow, 1))])
         return slots
@@ -296,6 +305,8 @@ class SequenceFramer(StreamOperator):
             raise ValueError(msg)
         self.framing = framing
         self.spec = spec
+        # the highest watermark advance() was given: keys settled before it may leave
+        self._watermark: int | None = None
         initial = np.asarray(framing.initial_state(), dtype=np.float64).ravel()
         self._state = _KeyStates(initial)
 
@@ -312,8 +323,8 @@ class SequenceFramer(StreamOperator):
 
     @property
     def n_keys(self) -> int:
-        """Number of keys seen so far."""
-        return len(self._state.keys)
+        """Number of keys held: those seen, less the settled ones (:meth:`settled_keys`)."""
+        return len(self._state.keys) - int(self.settled_keys().sum())
 
     @property
     def open_frames(self) -> int:
@@ -330,7 +341,7 @@ class SequenceFramer(StreamOperator):
         >>> f.process(pd.DataFrame({"key": "a", "time": [1, 2, 3], "value": [0.0, 1.0, 2.5]}))
         ... # doctest: +NORMALIZE_WHITESPACE
           key  frame_id  start  end  last  n_tuples  n_missing status
-        0   a         0      1    3     2         2          0  final
+        0   a         1      1    3     2         2          0  final
         """
         keys = batch[KEY] if KEY in batch else None
         return self.update(batch[TIME].to_numpy(), batch[VALUE].to_numpy(), key=keys)
@@ -401,15 +412,17 @@ class SequenceFramer(StreamOperator):
         >>> f.advance(23).empty, f.advance(24)[["start", "end"]].values.tolist()
         (True, [[0, 20]])
         """
+        if self._watermark is None or watermark > self._watermark:
+            self._watermark = int(watermark)
         deadline = self._deadlines()
-        if deadline is None:
-            return self.empty_output()
-        slots = np.flatnonzero(deadline <= watermark)
-        if len(slots) == 0:
-            return self.empty_output()
-        ints = self._state.ints
-        end = ints["f_last"][slots] + self.spec.schedule
-        return self._close(slots, end, reset=True)
+        slots = (np.zeros(0, dtype=np.int64) if deadline is None
+                 else np.flatnonzero(deadline <= watermark))
+        out = self.empty_output()
+        if len(slots):
+            end = self._state.ints["f_last"][slots] + self.spec.schedule
+            out = self._close(slots, end, reset=True)
+        self._forget_settled()
+        return out
 
     def finish(self) -> pd.DataFrame:
         """End of a bounded input: close every open frame.
@@ -445,10 +458,67 @@ class SequenceFramer(StreamOperator):
             return None
         return int(deadline.min())
 
+    # ------------------------------------------------------------------ settled keys
+    def settled_keys(self) -> np.ndarray:
+        """Mask over the slots of keys that owe nothing: no frame open or waiting, the
+        framing's state as fresh, and nothing a later row of theirs could need.
+
+        A later row of such a key is after the watermark (:meth:`advance`), so after its last
+        row and after its last ``frame_id``: it starts afresh as a new key would, with the
+        same output. Such keys leave the state (:meth:`key_state`, :meth:`to_bytes`), so
+        the state follows the live keys, not every key ever seen. A liberal ``extent`` keeps
+        every key: the next frame's ``start`` is the key's last report before it.
+
+        Examples
+        --------
+        >>> from windowkit.core.frames import ThresholdFramer
+        >>> f = ThresholdFramer("1 rows")
+        >>> _ = f.update(np.array([1, 2, 3]), [True, False, True], key=np.array(["a", "a", "b"]))
+        >>> _ = f.advance(3)
+        >>> f.key_state()[0].tolist()  # "a"'s frame closed at 2; "b"'s is open
+        ['b']
+        """
+        st, watermark = self._state, self._watermark
+        if watermark is None or self.spec.extent == "liberal" or not len(st.keys):
+            return np.zeros(len(st.keys), dtype=bool)
+        ints = st.ints
+        next_id = ints["next_id"]
+        fresh = (st.fstate == st.initial) | (np.isnan(st.fstate) & np.isnan(st.initial))
+        # next_id - 1 is the key's last frame_id; _NONE: it never had one
+        return ((ints["status"] == _IDLE) & (ints["last_time"] <= watermark)
+                & ((next_id == _NONE) | (next_id - 1 <= watermark)) & fresh.all(axis=1))
+
+    def _forget_settled(self) -> None:
+        """Drop the settled keys from memory once they are a quarter of those held (each
+        drop copies the held keys' state, paid for by the keys settled since the last one);
+        until then :meth:`key_state` and :meth:`to_bytes` leave them out."""
+        settled = self.settled_keys()
+        n_settled = int(settled.sum())
+        if n_settled and 4 * n_settled >= len(settled):
+            self._keep(np.flatnonzero(~settled))
+
+    def _keep(self, slots: np.ndarray) -> None:
+        """Hold only the keys at ``slots`` (increasing)."""
+        st = self._state
+        kept = _KeyStates(st.initial, st.index.array()[slots])
+        kept.ints = {name: arr[slots] for name, arr in st.ints.items()}
+        kept.fstate = st.fstate[slots]
+        self._state = kept
+
+    def _live(self) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
+        """The keys not settled, their int fields and their framing state."""
+        st = self._state
+        keys = _keys_array(st.index)
+        settled = self.settled_keys()
+        if not settled.any():
+            return keys, st.ints, st.fstate
+        live = ~settled
+        return keys[live], {name: arr[live] for name, arr in st.ints.items()}, st.fstate[live]
+
     # ------------------------------------------------------------------ per-key parts
     def key_state(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """The keys held, in slot order, and their state arrays (``fstate``: the framing's
-        float state, one row per key).
+        float state, one row per key); settled keys (:meth:`settled_keys`) are left out.
 
         Examples
         --------
@@ -459,8 +529,8 @@ class SequenceFramer(StreamOperator):
         >>> keys.tolist(), arrays["fstate"].shape
         (['b', 'a'], (2, 2))
         """
-        st = self._state
-        return _keys_array(st.index), {**st.ints, "fstate": st.fstate}
+        keys, ints, fstate = self._live()
+        return keys, {**ints, "fstate": fstate}
 
     def load_key_state(self, keys: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
         """Hold exactly ``keys`` with the state ``arrays`` (of :meth:`key_state`).
@@ -486,7 +556,8 @@ class SequenceFramer(StreamOperator):
         self._state = state
 
     def key_deadlines(self, arrays: dict[str, np.ndarray] | None = None) -> np.ndarray | None:
-        """Each key's smallest watermark at which :meth:`advance` settles its frame.
+        """Each key's smallest watermark at which :meth:`advance` settles its frame, in
+        :meth:`key_state` order.
 
         Examples
         --------
@@ -496,7 +567,9 @@ class SequenceFramer(StreamOperator):
         >>> f.key_deadlines().tolist()
         [14]
         """
-        return self._deadlines()
+        deadlines = self._deadlines()
+        settled = self.settled_keys()
+        return deadlines if deadlines is None or not settled.any() else deadlines[~settled]
 
     def _deadlines(self) -> np.ndarray | None:
         period = self.spec.schedule
@@ -572,7 +645,7 @@ class SequenceFramer(StreamOperator):
         status = ints["status"][slots]
         minimal = self.framing.span == "minimal"
         report = (status == _PENDING) | ((status == _OPEN) & (not minimal)
-                                         & (ints["frame_id"][slots] >= 0))
+                                         & (ints["frame_id"][slots] != _NO_ID))
         s = slots[report]
         out = self._rows(s, ints["frame_id"][s], ints["f_start"][s], ints["f_before"][s],
                          end[report], ints["f_last"][s], ints["f_n"][s], ints["f_miss"][s],
@@ -582,7 +655,7 @@ class SequenceFramer(StreamOperator):
             # the absent report (or the end of input) is a missing element: fresh state
             self._state.fstate[opened] = self._state.initial
         ints["status"][slots] = _IDLE
-        ints["frame_id"][slots] = -1
+        ints["frame_id"][slots] = _NO_ID
         ints["pend_n"][slots] = 0
         ints["pend_end"][slots] = _NONE
         return out
@@ -623,12 +696,12 @@ class SequenceFramer(StreamOperator):
         0      1    4
         """
         st = self._state
-        keys = _keys_array(st.index)
+        keys, ints, fstate = self._live()
         integer_keys = bool(keys.dtype == np.int64)
         meta = {"spec": self.spec.to_meta(), "framing": self.framing_meta(),
                 "integer_keys": integer_keys, "state_size": int(st.fstate.shape[1])}
-        arrays = dict(st.ints)
-        arrays["fstate"] = st.fstate
+        arrays = dict(ints)
+        arrays["fstate"] = fstate
         arrays["initial"] = st.initial
         arrays["keys"] = keys
         return pack_state(self.FORMAT_TAG, self.FORMAT_VERSION, meta, arrays)
@@ -924,6 +997,22 @@ def decide_builtin(kind, state, params, value, time):  # pragma: no cover - comp
 
 
 @numba.njit(cache=True)
+def frame_id_of(start, next_id):  # pragma: no cover - compiled
+    """A new frame's ``frame_id``: the time of its first row, or ``next_id`` (one past the
+    key's last id) if that is larger (frames of a key starting at one instant). -1 marks "no
+    id yet" in state bytes, so a frame whose id would be -1 (starting 1 µs before 1970) takes
+    0; ids still increase per key, so none repeats.
+
+    Examples
+    --------
+    >>> frame_id_of(30, np.iinfo(np.int64).min), frame_id_of(30, 31), frame_id_of(-1, -9)
+    (30, 31, 0)
+    """
+    fid = max(start, next_id)
+    return 0 if fid == -1 else fid
+
+
+@numba.njit(cache=True)
 def _emit(o_kind, o_slot, o_id, o_start, o_before, o_end, o_last, o_n, o_miss, m, kind, s,
           fid, start, before, end, last, n, miss):  # pragma: no cover - compiled
     o_kind[m] = kind
@@ -969,7 +1058,7 @@ def _loop_impl(kind, params, i0, slot, time, value, pre_m, period, miss_break, m
                 frame_id[s] = -1
             elif status[s] == 1:
                 if miss_break:
-                    if not minimal and frame_id[s] >= 0:
+                    if not minimal and frame_id[s] != -1:
                         m = _emit(o_kind, o_slot, o_id, o_start, o_before, o_end, o_last, o_n,
                                   o_miss, m, 1, s, frame_id[s], f_start[s], f_before[s],
                                   t_miss, f_last[s], f_n[s], f_miss[s])
@@ -992,7 +1081,7 @@ def _loop_impl(kind, params, i0, slot, time, value, pre_m, period, miss_break, m
                 frame_id[s] = -1
             elif status[s] == 1:
                 if miss_break:
-                    if not minimal and frame_id[s] >= 0:
+                    if not minimal and frame_id[s] != -1:
                         m = _emit(o_kind, o_slot, o_id, o_start, o_before, o_end, o_last, o_n,
                                   o_miss, m, 1, s, frame_id[s], f_start[s], f_before[s], t,
                                   f_last[s], f_n[s], f_miss[s])
@@ -1016,7 +1105,7 @@ def _loop_impl(kind, params, i0, slot, time, value, pre_m, period, miss_break, m
         breaks = (action & 1) != 0 or not joins
         if breaks and status[s] == 1:
             end = pend_end[s] if pend_n[s] > 0 else t
-            if not minimal and frame_id[s] >= 0:
+            if not minimal and frame_id[s] != -1:
                 m = _emit(o_kind, o_slot, o_id, o_start, o_before, o_end, o_last, o_n, o_miss,
                           m, 1, s, frame_id[s], f_start[s], f_before[s], end, f_last[s],
                           f_n[s], f_miss[s])
@@ -1042,19 +1131,19 @@ def _loop_impl(kind, params, i0, slot, time, value, pre_m, period, miss_break, m
         long_enough = size >= min_amount
         if minimal:
             if (action & 4) != 0 and long_enough:
-                frame_id[s] = next_id[s]
-                next_id[s] += 1
+                frame_id[s] = frame_id_of(f_start[s], next_id[s])
+                next_id[s] = frame_id[s] + 1
                 status[s] = 2
                 fstate[s, :] = initial
             continue
-        if frame_id[s] < 0 and long_enough:
-            frame_id[s] = next_id[s]
-            next_id[s] += 1
+        if frame_id[s] == -1 and long_enough:
+            frame_id[s] = frame_id_of(f_start[s], next_id[s])
+            next_id[s] = frame_id[s] + 1
             if frag_kind == 1:
                 anchor[s] = f_n[s]
             elif frag_kind == 2:
                 anchor[s] = t
-        if frag_kind != 0 and frame_id[s] >= 0:
+        if frag_kind != 0 and frame_id[s] != -1:
             measure = f_n[s] if frag_kind == 1 else t
             k = (measure - anchor[s]) // frag_amount
             if k > k_done[s]:

@@ -26,10 +26,10 @@ brute-force oracle ``windowkit.reference.frames`` is written from the same text)
 * ``min_duration`` holds when ``n_tuples >= D`` (rows; bridged missing values count) or
   ``last - start >= D`` (time; point events). Shorter frames are never reported.
 * A frame is *certain* at the first satisfying row where it reaches ``min_duration``: it gets its
-  ``frame_id`` (0, 1, 2... per key) and, with ``fragment_every``, a ``partial`` row; then another
-  partial at the first satisfying row past each further multiple of ``fragment_every``, and one
-  ``final`` row when it closes. Since every row is placed by the data alone, the output does not
-  depend on how the stream is cut into batches.
+  ``frame_id`` (the time of its first row) and, with ``fragment_every``, a ``partial`` row; then
+  another partial at the first satisfying row past each further multiple of
+  ``fragment_every``, and one ``final`` row when it closes. Since every row is placed by the
+  data alone, the output does not depend on how the stream is cut into batches.
 * A frame closes on the first separator after ``last`` (with missing values bridged, on the
   first 0), or, with ``missing="unsatisfied"`` and a schedule, when the watermark shows the next
   report is absent: no row can arrive before ``last + ceil(1.5 P)`` (see
@@ -60,7 +60,6 @@ from windowkit.core.frames._engine import (
     VALUE,
     SequenceFramer,
     SequenceFrameSpec,
-    _keys_array,
     _KeyStates,
 )
 from windowkit.core.frames.framing import (
@@ -272,14 +271,13 @@ class ThresholdFramer(SequenceFramer):
         >>> keys.tolist(), arrays["open"].tolist()
         (['b', 'a'], [True, False])
         """
-        st = self._state
-        ints = st.ints
+        keys, ints, _ = self._live()
         table = {name: ints[name] for name in _SHARED}
         table["open"] = ints["status"] == _OPEN
         table["f_ones"] = ints["f_n"] - ints["f_miss"]
         if self.spec.extent == "liberal":
             table["f_before"] = ints["f_before"]
-        return _keys_array(st.index), {name: table[name] for name in self._table_fields()}
+        return keys, {name: table[name] for name in self._table_fields()}
 
     def load_key_state(self, keys: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
         """Hold exactly ``keys`` with the state ``arrays`` (of :meth:`key_state`).
