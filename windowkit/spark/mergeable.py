@@ -4,13 +4,14 @@ An operator that declares a :class:`~windowkit.core.mergeable.MergePlan` (see
 :mod:`windowkit.core.mergeable`) runs on a batch DataFrame without a shuffle of rows or a sort,
 as one lazy Spark plan:
 
-1. the input's last time (and its block) is found in the JVM, by a scalar subquery that reads
-   only the time and what decides whether a row counts;
-2. in one pass over the rows, each shard's rows are counted and turned into the parts of the
-   plan's last blocks where they are read: with the SQL aggregate the plan names, one
-   aggregation by shard in the JVM (one aggregate per block slot, fed only that block's rows);
-   else by the operator's :meth:`~windowkit.core.mergeable.MergeableOperator.part`, per (input
-   partition, shard), in Python, from the rows of the last blocks;
+1. the input's last time, its block and every shard's rows are found in the JVM, by a scalar
+   subquery (one code-generated aggregation) that reads only the time, the shard and what
+   decides whether a row counts;
+2. the rows of the plan's last blocks (the others are filtered out where they are read) are
+   turned into one part per (shard, block): with the SQL aggregate the plan names, one
+   aggregation by (shard, block) in the JVM; else by the operator's
+   :meth:`~windowkit.core.mergeable.MergeableOperator.part`, per (input partition, shard), in
+   Python;
 3. one operator per shard finishes its parts
    (:meth:`~windowkit.core.mergeable.MergeableOperator.finish_parts`) in Python.
 
@@ -19,8 +20,8 @@ with no time or no key come out as ``rejected = "malformed"`` with the row as JS
 the adapter's other modes.
 
 Spark does not push a filter on a scalar subquery into a Parquet scan (its pushed filters
-must be literals), so both passes read the row groups before the last blocks too; their rows
-are only counted.
+must be literals), so the second pass reads the row groups before the last blocks too, and
+drops their rows before they reach the aggregation.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -193,15 +194,14 @@ def run_merged(
         *[column.alias(name) for name, column in inputs.items()],
         F.when(malformed, original).alias("wk_detail"))
     good = rows.filter(F.col(TIME).isNotNull())
-    # the input's last time and its block: one scalar subquery, run once before the plan (it
-    # reads only the columns that decide whether a row counts and its time)
-    last = good.agg(F.max(TIME).alias(_END)).select(
-        F.struct(_END, block_of(_END, plan).alias(_BLOCK)).alias("wk_end")).scalar()
-    end, end_block = last.getField(_END), last.getField(_BLOCK)
+    summary = _summary(good, plan)
+    recent = good.withColumn(_SLOT, _slot(plan, summary.getField(_BLOCK))).filter(
+        F.col(_SLOT).isNotNull())
     if plan.aggregate is not None:
-        shards = _aggregated_parts(good, plan, end, end_block)
+        parts = _aggregated_parts(recent, plan, summary.getField(_BLOCK))
     else:
-        shards = _python_parts(good, factory, plan, end, end_block)
+        parts = _python_parts(recent, factory)
+    shards = _with_counts(good.sparkSession, summary, parts)
     operator_fields = [f for f in schema.fields
                        if f.name not in (SHARD_OUT, REJECTED, DETAIL_OUT)]
     sent = T.StructType([*operator_fields, T.StructField(SHARD_OUT, T.IntegerType())])
@@ -215,32 +215,14 @@ def run_merged(
     return out.unionByName(malformed_rows)
 
 
-def _aggregated_parts(good: DataFrame, plan: MergePlan, end: Column,
-                      end_block: Column) -> DataFrame:
-    """Every shard's rows, and the parts of its last ``lag + 1`` blocks built by the plan's
-    SQL aggregate: one aggregation by shard, in the pass that reads the rows.
-
-    Each block slot is its own aggregate of the rows of that block (the aggregate skips the
-    nulls of every other row), so rows are neither grouped by block nor filtered before they
-    are counted, and a shard holds ``lag + 1`` parts however long the input.
-    """
-    name, column, arguments = plan.aggregate
-    # in a projection: an aggregate's arguments may not hold the subquery (Spark counts it
-    # non-deterministic when the input's positions are)
-    slotted = good.withColumn(_SLOT, _slot(plan, end_block))
-    aggregates = []
-    for lag in range(plan.lag + 1):
-        mine = F.col(_SLOT) == lag
-        aggregates += [F.call_function(name, F.when(mine, F.col(column)),
-                                       *[F.lit(a) for a in arguments]).alias(f"{_PART}{lag}"),
-                       F.max(F.when(mine, F.col(TIME))).alias(f"{_LAST}{lag}")]
-    aggregated = slotted.groupBy(_SITE).agg(F.count(F.lit(1)).alias(_ROWS), *aggregates)
-    # a block below the smallest long does not exist: its slot holds no row
-    parts = F.array(*[F.struct(F.try_subtract(end_block, F.lit(lag)).alias(_BLOCK),
-                               F.col(f"{_PART}{lag}").alias(_PART),
-                               F.col(f"{_LAST}{lag}").alias(_LAST))
-                      for lag in range(plan.lag + 1)])
-    return aggregated.select(_SITE, _ROWS, end.alias(_END), parts.alias(_PARTS))
+def _summary(good: DataFrame, plan: MergePlan) -> Column:
+    """The input's last time, its block and every shard's rows: one scalar subquery, run once
+    before the plan's other jobs; it reads only what decides whether a row counts, its time
+    and its shard, in a code-generated aggregation."""
+    per_shard = good.groupBy(_SITE).agg(F.count(F.lit(1)).alias(_ROWS), F.max(TIME).alias(_END))
+    overall = per_shard.agg(F.max(_END).alias(_END),
+                            F.collect_list(F.struct(_SITE, _ROWS)).alias(_ROWS))
+    return overall.select(F.struct(_END, block_of(_END, plan).alias(_BLOCK), _ROWS)).scalar()
 
 
 def _slot(plan: MergePlan, end_block: Column) -> Column:
@@ -260,20 +242,33 @@ def _slot(plan: MergePlan, end_block: Column) -> Column:
     return slot
 
 
-def _python_parts(good: DataFrame, factory: Callable[[], StreamOperator], plan: MergePlan,
-                  end: Column, end_block: Column) -> DataFrame:
-    """Every shard's rows (counted in the JVM) and the parts the operator builds in Python
-    from the rows of the last ``lag + 1`` blocks, one per (input partition, shard)."""
-    counts = good.groupBy(_SITE).agg(F.count(F.lit(1)).alias(_ROWS))
-    # an overflow below the smallest long keeps every row, as a first block that early would
-    first = F.coalesce(F.try_subtract(end_block, F.lit(plan.lag)), F.lit(_LONG_MIN))
-    recent = good.filter(block_of(TIME, plan) >= first)
-    columns = [c for c in recent.columns if c != "wk_detail"]
-    parts = recent.select(*columns).mapInArrow(functools.partial(_build_parts, factory),
-                                               _PART_SCHEMA)
+def _aggregated_parts(recent: DataFrame, plan: MergePlan, end_block: Column) -> DataFrame:
+    """The part of every (shard, block) of the last ``lag + 1`` blocks, built by the plan's SQL
+    aggregate in the JVM from the rows of that block alone."""
+    name, column, arguments = plan.aggregate
+    built = recent.groupBy(_SITE, _SLOT).agg(
+        F.call_function(name, F.col(column), *[F.lit(a) for a in arguments]).alias(_PART),
+        F.max(TIME).alias(_LAST))
+    return built.select(_SITE, F.try_subtract(end_block, F.col(_SLOT)).alias(_BLOCK),
+                        _PART, _LAST)
+
+
+def _python_parts(recent: DataFrame, factory: Callable[[], StreamOperator]) -> DataFrame:
+    """The parts the operator builds in Python from the rows of the last ``lag + 1`` blocks,
+    one per (input partition, shard)."""
+    columns = [c for c in recent.columns if c not in ("wk_detail", _SLOT)]
+    return recent.select(*columns).mapInArrow(functools.partial(_build_parts, factory),
+                                              _PART_SCHEMA)
+
+
+def _with_counts(session: SparkSession, summary: Column, parts: DataFrame) -> DataFrame:
+    """One row per shard with rows: its rows, the input's last time and its parts (null for a
+    shard whose rows all lie before the last blocks)."""
     collected = parts.groupBy(_SITE).agg(
         F.collect_list(F.struct(_BLOCK, _PART, _LAST)).alias(_PARTS))
-    return counts.select(_SITE, _ROWS, end.alias(_END)).join(collected, _SITE, "left")
+    counts = session.range(1).select(F.inline(summary.getField(_ROWS)),
+                                     summary.getField(_END).alias(_END))
+    return counts.join(collected, _SITE, "left")
 
 
 def _build_parts(factory: Callable[[], StreamOperator],
@@ -305,9 +300,7 @@ def _finish_shards(factory: Callable[[], StreamOperator], sent: T.StructType,
     arrow_schema = _arrow_schema(sent)
     for batch in batches:
         for row in batch.to_pylist():
-            # a block slot without rows has no last time
-            parts = [(p[_BLOCK], p[_PART], p[_LAST]) for p in row[_PARTS] or []
-                     if p[_LAST] is not None]
+            parts = [(p[_BLOCK], p[_PART], p[_LAST]) for p in row[_PARTS] or []]
             output = factory().finish_parts(parts, row[_ROWS], row[_END])
             columns = [pa.array(np.full(len(output), row[_SITE], dtype=np.int32))
                        if f.name == SHARD_OUT else pa.Array.from_pandas(output[f.name], type=f.type)
