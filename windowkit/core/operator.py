@@ -37,7 +37,8 @@ COLUMN_TYPES = ("int64", "float64", "bool", "string", "timestamp", "binary")
 #: those of :data:`COLUMN_TYPES`, ``"category"`` (text the operator only compares or hashes by
 #: value: it receives a pandas Categorical, so that it works once per distinct value of a
 #: batch) and ``"code"`` (an integer in :data:`CODE_RANGE`, -1 meaning unknown, received as
-#: int8: an engine may carry it in a few bits of another column).
+#: int8: an engine may carry it in a few bits of another column; an engine reports a row whose
+#: code is null as malformed and still gives it to the operator, as -1).
 INPUT_TYPES = (*COLUMN_TYPES, "category", "code")
 #: The values of a ``"code"`` input.
 CODE_RANGE = (-1, 2)

@@ -70,7 +70,8 @@ DETAIL_IN = "wk_detail"  # a malformed row's JSON beside an integer key (INTEGER
 # (about 73,000 years) of 1970 so that the folded value fits in an int64.
 FOLD_BITS = 2
 FOLD_LIMIT = 2 ** (63 - FOLD_BITS) - 1
-# The folded code of a flagged row (see OperatorJob.flagged): one more than the largest value.
+# The folded code of a flagged row (a null "code" input, see OperatorJob): one more than the
+# largest value.
 FLAGGED_CODE = (1 << FOLD_BITS) - 1
 FLAG_SEPARATOR = "\x00"
 #: Columns whose names start with this are windowkit's own, never part of a rejected row's JSON.
@@ -107,6 +108,11 @@ class OperatorJob:
     sent from Python), ``route`` and ``ends_with_input`` (on a batch, every row carries the
     input's last time, from a scalar subquery).
 
+    A ``"code"`` input's -1 is an unknown value the operator counts; a null there is a row
+    that is reported as malformed (with the row as JSON in ``detail``) *and* still given to
+    the operator, as -1. Such a row travels with the code 3 and ``key + NUL + JSON`` in the
+    key column, so the common rows pay nothing for it.
+
     Parameters
     ----------
     factory : callable
@@ -116,11 +122,6 @@ class OperatorJob:
         Columns to send to the operator besides ``key`` and ``time``, as Spark expressions.
     valid : Column, optional
         False for rows that cannot be processed (they come out as ``malformed``).
-    flagged : Column, optional
-        True for rows that are reported as malformed (with the row as JSON in ``detail``)
-        *and* still given to the operator, with its ``"code"`` input set to -1 (unknown). They
-        travel with the code 3 and ``key + NUL + JSON`` in the key column, so the common rows
-        pay nothing for them.
     detail : Column, optional
         The text a malformed (or flagged) row is reported with, never null for such a row;
         default: the row's columns as JSON. A job whose input is already derived from the
@@ -131,7 +132,6 @@ class OperatorJob:
     factory: Callable[[], StreamOperator]
     inputs: dict[str, Column]
     valid: Column | None = None
-    flagged: Column | None = None
     detail: Column | None = None
 
     @functools.cached_property
@@ -297,24 +297,19 @@ def run_operator(
     if job.valid is not None:
         malformed = malformed | ~F.coalesce(job.valid, F.lit(False))
     shipped_time = micros
-    if job.flagged is not None and job.folded is None:
-        msg = ("`flagged` needs an input the operator declares a 'code' (flagged rows travel "
-               "with the code 3)")
-        raise ValueError(msg)
     original = job.detail if job.detail is not None else row_json(df)
     typed_key = (job.declared.INTEGER_KEYS and not df.isStreaming and key is not None
-                 and job.flagged is None and route == KEY and not explicit_shard
+                 and job.folded is None and route == KEY and not explicit_shard
                  and isinstance(column_type(df, key), T.IntegralType))
     key_text = key_col.cast("long" if typed_key else "string")
     if job.folded is not None:
         # a time too far out to fold is not a real event time
         malformed = malformed | ~micros.between(-FOLD_LIMIT, FOLD_LIMIT)
-        code = job.inputs[job.folded].cast("long") + 1
-        if job.flagged is not None:
-            flagged = F.coalesce(job.flagged, F.lit(False)) & ~malformed
-            code = F.when(flagged, F.lit(FLAGGED_CODE)).otherwise(code)
-            key_text = F.when(flagged, F.concat(key_text, F.lit(FLAG_SEPARATOR), original)
-                              ).otherwise(key_text)
+        value = job.inputs[job.folded]
+        flagged = value.isNull() & ~malformed
+        code = F.when(flagged, F.lit(FLAGGED_CODE)).otherwise(value.cast("long") + 1)
+        key_text = F.when(flagged, F.concat(key_text, F.lit(FLAG_SEPARATOR), original)
+                          ).otherwise(key_text)
         shipped_time = micros * (1 << FOLD_BITS) + code
     if not df.isStreaming and job.declared.ends_with_input:
         # the input's last time, from a scalar subquery of the same plan, in every row: a
@@ -335,11 +330,11 @@ def run_operator(
     # column (for late rows' JSON): its text is made from it in the stateful step, and the key
     # column carries only malformed rows' JSON (Arrow's text of an integer is Spark's).
     key_carrier = (carried[key] if isinstance(key, str) and key in own
-                   and job.flagged is None and route == KEY and not explicit_shard
+                   and job.folded is None and route == KEY and not explicit_shard
                    and isinstance(df.schema[key].dataType, _KEY_CARRIER_TYPES) else None)
     # A row so keyed, or a flagged one (whose key column holds more than its key), is routed
     # by Spark's hash of its key's text through a column that leaves before Python.
-    route_by = ROUTE if key_carrier or (job.flagged is not None and route == KEY) else route
+    route_by = ROUTE if key_carrier or (job.folded is not None and route == KEY) else route
     route_value = key_value if key_carrier else key_col.cast("string")
     if explicit_shard:
         leading = [shard.cast("int").alias(SHARD)]
@@ -384,7 +379,7 @@ def run_operator(
         out = packed.groupBy(SHARD).transformWithStateInPandas(
             statefulProcessor=_RunnerProcessor(job.factory, job.shipped(),
                                                job.folded, _own_watermark_delay(df, late),
-                                               group_ids, job.flagged is not None,
+                                               group_ids, job.folded is not None,
                                                list(carried.items()), job.categorical,
                                                key_carrier),
             outputStructType=schema,
@@ -410,7 +405,7 @@ def run_operator(
         # (a Categorical) instead of millions of Python strings.
         out = partitioned.mapInArrow(
             functools.partial(_run_partition, job.factory, job.shipped(), job.folded,
-                              job.flagged is not None, sent, job.categorical),
+                              job.folded is not None, sent, job.categorical),
             sent)
     returned = sent if not df.isStreaming else schema
     return out.select(*_output_columns(job, returned, derived, times_like or clock, project))

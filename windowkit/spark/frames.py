@@ -133,7 +133,6 @@ def threshold_frames(
     job = OperatorJob(
         factory=functools.partial(ThresholdFramer, spec=spec),
         inputs={VALUE: F.col(_CODE)},
-        flagged=F.col(_UNEVALUABLE),
     )
     check_key_name(by)
     return run_operator(coded, job, time=time, key=by, shards=shards, late=late,
@@ -199,12 +198,11 @@ def split_rejected(result: DataFrame) -> tuple[DataFrame, DataFrame]:
 
 
 _CODE = f"{INTERNAL_PREFIX}code"
-_UNEVALUABLE = f"{INTERNAL_PREFIX}unevaluable"
 
 
 def _with_predicate_code(df: DataFrame, when: str | Column) -> DataFrame:
-    """``df`` with the predicate's code (1 holds, 0 does not, -1 missing) and whether it
-    could not be evaluated, analysed with non-ANSI casts.
+    """``df`` with the predicate's code (1 holds, 0 does not, -1 missing, null when it cannot
+    be evaluated on present inputs), analysed with non-ANSI casts.
 
     Spark fixes a cast's ANSI mode when it analyses the expression, so the projection is
     analysed here with ANSI off and keeps those semantics wherever the plan runs.
@@ -225,14 +223,15 @@ def _with_predicate_code(df: DataFrame, when: str | Column) -> DataFrame:
             number = col if not isinstance(dtype, T.StringType) else col.cast("double")
             infinite = F.coalesce(F.abs(number) == float("inf"), F.lit(False))
             missing_input = missing_input | F.isnan(number) | infinite
-    code = (F.when(missing_input | predicate.isNull(), F.lit(-1))
+    # a missing input is a missing value (-1); a predicate that cannot be evaluated on
+    # present inputs is null: reported as malformed, and counted as missing
+    code = (F.when(missing_input, F.lit(-1)).when(predicate.isNull(), F.lit(None))
             .when(predicate, F.lit(1)).otherwise(F.lit(0)).cast("tinyint"))
-    unevaluable = predicate.isNull() & ~missing_input
     spark = df.sparkSession
     ansi = spark.conf.get("spark.sql.ansi.enabled")
     spark.conf.set("spark.sql.ansi.enabled", "false")
     try:
-        coded = df.withColumns({_CODE: code, _UNEVALUABLE: unevaluable})
+        coded = df.withColumn(_CODE, code)
         coded.schema  # noqa: B018 - forces the analysis while ANSI is off
     finally:
         spark.conf.set("spark.sql.ansi.enabled", ansi)

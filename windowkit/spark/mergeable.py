@@ -195,10 +195,9 @@ def run_merged(
         F.when(malformed, original).alias("wk_detail"))
     good = rows.filter(F.col(TIME).isNotNull())
     summary = _summary(good, plan)
-    recent = good.withColumn(_SLOT, _slot(plan, summary.getField(_BLOCK))).filter(
-        F.col(_SLOT).isNotNull())
+    recent = _recent(good, plan, summary)
     if plan.aggregate is not None:
-        parts = _aggregated_parts(recent, plan, summary.getField(_BLOCK))
+        parts = _aggregated_parts(recent, plan)
     else:
         parts = _python_parts(recent, factory)
     shards = _with_counts(good.sparkSession, summary, parts)
@@ -225,6 +224,20 @@ def _summary(good: DataFrame, plan: MergePlan) -> Column:
     return overall.select(F.struct(_END, block_of(_END, plan).alias(_BLOCK), _ROWS)).scalar()
 
 
+def _recent(good: DataFrame, plan: MergePlan, summary: Column) -> DataFrame:
+    """The rows of the last ``lag + 1`` blocks, with their block.
+
+    The subquery appears once, in a projection: every copy of it in an expression is analyzed,
+    optimized and planned on its own (Spark runs identical ones once, but plans each), which
+    cost the driver seconds; and an aggregate's arguments may not hold it (Spark counts it
+    non-deterministic when the input's positions are).
+    """
+    ended = good.withColumn(_END, summary.getField(_BLOCK))
+    slotted = ended.withColumn(_SLOT, _slot(plan, F.col(_END)))
+    return slotted.filter(F.col(_SLOT).isNotNull()).withColumn(
+        _BLOCK, F.try_subtract(F.col(_END), F.col(_SLOT))).drop(_END, _SLOT)
+
+
 def _slot(plan: MergePlan, end_block: Column) -> Column:
     """Each row's block slot: 0 in the last block, up to ``lag``; null before."""
     width = plan.tick * plan.span
@@ -242,21 +255,19 @@ def _slot(plan: MergePlan, end_block: Column) -> Column:
     return slot
 
 
-def _aggregated_parts(recent: DataFrame, plan: MergePlan, end_block: Column) -> DataFrame:
+def _aggregated_parts(recent: DataFrame, plan: MergePlan) -> DataFrame:
     """The part of every (shard, block) of the last ``lag + 1`` blocks, built by the plan's SQL
     aggregate in the JVM from the rows of that block alone."""
     name, column, arguments = plan.aggregate
-    built = recent.groupBy(_SITE, _SLOT).agg(
+    return recent.groupBy(_SITE, _BLOCK).agg(
         F.call_function(name, F.col(column), *[F.lit(a) for a in arguments]).alias(_PART),
         F.max(TIME).alias(_LAST))
-    return built.select(_SITE, F.try_subtract(end_block, F.col(_SLOT)).alias(_BLOCK),
-                        _PART, _LAST)
 
 
 def _python_parts(recent: DataFrame, factory: Callable[[], StreamOperator]) -> DataFrame:
     """The parts the operator builds in Python from the rows of the last ``lag + 1`` blocks,
     one per (input partition, shard)."""
-    columns = [c for c in recent.columns if c not in ("wk_detail", _SLOT)]
+    columns = [c for c in recent.columns if c not in ("wk_detail", _BLOCK)]
     return recent.select(*columns).mapInArrow(functools.partial(_build_parts, factory),
                                               _PART_SCHEMA)
 
@@ -266,8 +277,9 @@ def _with_counts(session: SparkSession, summary: Column, parts: DataFrame) -> Da
     shard whose rows all lie before the last blocks)."""
     collected = parts.groupBy(_SITE).agg(
         F.collect_list(F.struct(_BLOCK, _PART, _LAST)).alias(_PARTS))
-    counts = session.range(1).select(F.inline(summary.getField(_ROWS)),
-                                     summary.getField(_END).alias(_END))
+    # one copy of the subquery (see _recent)
+    counts = session.range(1).select(summary.alias(_PARTS)).select(
+        F.inline(F.col(_PARTS).getField(_ROWS)), F.col(_PARTS).getField(_END).alias(_END))
     return counts.join(collected, _SITE, "left")
 
 
