@@ -298,22 +298,26 @@ def plot(results: dict[str, dict], path: str) -> None:
     panels = [("batch_s", "micro-batch time (s)", 1), ("worker_rss_bytes",
               "Python workers' RSS (MB)", 1e6), ("state_written_bytes",
               "state written per micro-batch (KB)", 1e3), ("state_bytes_per_row_written",
-              "state written per state row (KB)", 1e3), ("state_rows", "state rows", 1)]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 13), sharex=True)
+              "state written per state row (KB)", 1e3), ("state_memory_bytes",
+              "RocksDB memory (MB)", 1e6), ("state_rows", "state rows", 1)]
+    settled = next(iter(results.values()))["summary"]["settled_at"]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 15), sharex=True)
     for ax, (curve, label, scale) in zip(axes, panels, strict=True):
+        top = 0.0
         for technique, result in results.items():
             points = [(r["file"], curve_value(r, curve)) for r in result["batches"]]
             xs = [x for x, y in points if y is not None]
             ys = [y / scale for x, y in points if y is not None]
             line, = ax.plot(xs, ys, label=technique, linewidth=0.6, alpha=0.5)
+            top = max([top, *(y for x, y in zip(xs, ys, strict=True) if x >= settled)])
             window = result["summary"].get("window", 1)
             if len(ys) >= window:
                 ax.plot(xs[window - 1:], window_medians(ys, window), color=line.get_color(),
                         linewidth=2)
-        settled = next(iter(results.values()))["summary"]["settled_at"]
         ax.axvline(settled, color="grey", linestyle=":", linewidth=1)
         ax.set_ylabel(label)
-        ax.set_ylim(bottom=0)
+        # the first micro-batches (JVM start, compiling) would squash the settled curves
+        ax.set_ylim(bottom=0, top=top * 1.1 or None)
     axes[0].legend(loc="upper right", ncol=len(results), fontsize="small")
     axes[-1].set_xlabel("micro-batch (one file, one minute of event time)")
     fig.suptitle("Soak: keys come and go; the medians (thick) should stay flat after the "
