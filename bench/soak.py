@@ -11,7 +11,14 @@ frames close). Per micro-batch it records:
   the no-data one Spark may run after it for the moved watermark);
 * ``state_rows`` and ``state_memory_bytes``: the progress's ``stateOperators`` (``numRowsTotal``
   counts state *rows*: a shard's value, its chunk index and its chunks, not keys;
-  ``memoryUsedBytes`` is what RocksDB's memtables and caches use in the JVM);
+  ``memoryUsedBytes`` is what RocksDB's memtables, table readers and block cache use in the
+  JVM's native memory). It is no measure of live keys: each store's memtable holds about
+  1 MB once written and empties when Spark snapshots the store (every 10 versions by default,
+  the dips every fifth file), and the block cache keeps the blocks of SST files compaction has
+  replaced until it reaches ``spark.sql.streaming.stateStore.rocksdb.blockCacheSizeMB`` (8 MB
+  per store by default), so it climbs for the length of a 200-file run at a pace that follows
+  the size of the state read (with the cache set to 1 MB, multi-granular's climbs a third as
+  fast once the cache is full, after about 30 files; the rest of the climb is not traced);
 * ``state_written_bytes``: the bytes of the changelog files the file's micro-batches added
   to the checkpoint's ``state`` folder, per micro-batch (RocksDB's snapshots, written every
   few versions, left out).
