@@ -11,7 +11,14 @@ frames close). Per micro-batch it records:
   the no-data one Spark may run after it for the moved watermark);
 * ``state_rows`` and ``state_memory_bytes``: the progress's ``stateOperators`` (``numRowsTotal``
   counts state *rows*: a shard's value, its chunk index and its chunks, not keys;
-  ``memoryUsedBytes`` is what RocksDB's memtables and caches use in the JVM);
+  ``memoryUsedBytes`` is what RocksDB's memtables, table readers and block cache use in the
+  JVM's native memory). It is no measure of live keys: each store's memtable holds about
+  1 MB once written and empties when Spark snapshots the store (every 10 versions by default,
+  the dips every fifth file), and the block cache keeps the blocks of SST files compaction has
+  replaced until it reaches ``spark.sql.streaming.stateStore.rocksdb.blockCacheSizeMB`` (8 MB
+  per store by default), so it climbs for the length of a 200-file run at a pace that follows
+  the size of the state read (with the cache set to 1 MB, multi-granular's climbs a third as
+  fast once the cache is full, after about 30 files; the rest of the climb is not traced);
 * ``state_written_bytes``: the bytes of the changelog files the file's micro-batches added
   to the checkpoint's ``state`` folder, per micro-batch (RocksDB's snapshots, written every
   few versions, left out).
@@ -21,7 +28,10 @@ frames close). Per micro-batch it records:
   (Spark's Python daemon and its workers), summed.
 
 * ``state_rows_updated``: the state rows those micro-batches wrote (the progress's
-  ``numRowsUpdated``, summed): a shard's value, index or chunks, each time it is written.
+  ``numRowsUpdated``, summed): a shard's value, index or chunks, each time it is written;
+* ``state_bytes_per_row_written`` (derived from the two above, not recorded): the changelog
+  bytes the file's micro-batches added per state row they wrote, the size of a shard's state
+  as written, whichever of its shards a micro-batch happened to touch.
 
 A single file is no measure of a level. Its micro-batches write each shard's state when they
 touch it: the micro-batch reading the file touches both shards, the no-data micro-batch after
@@ -29,7 +39,10 @@ it (for the moved watermark) only the shards whose timer the watermark passes, w
 on where their windows and frames are in their lives. So each file wrote the state of two or
 of three shards (``state_rows_updated``), and ``state_written_bytes`` jumped between two
 levels in the ratio 2:3 from one file to the next (multi-granular 125 KB and 188 KB) without
-growing. The bar is about growth, so the table compares
+growing. Where that mix of two and three shards drifts over a slide (more files of one kind
+than of the other), the written bytes' medians move with ``state_rows_updated`` while
+``state_bytes_per_row_written`` stays flat: that curve, not the written bytes, tells growth of
+the state. The bar is about growth, so the table compares
 *medians over a slide of* ``--window`` *micro-batches* (default 10, the life of a key: one
 turnover of the live keys): per technique and curve, the level is the median of the
 ``--window`` micro-batches from ``--settled`` (default 20) on, and the largest and the last
@@ -67,7 +80,7 @@ from state_scale import ROOT, T0, git_commit, git_dirty, state_bytes
 
 TECHNIQUES = ("frames", "multigranular", "widening", "countmin", "persistent")
 CURVES = ("batch_s", "worker_rss_bytes", "state_written_bytes", "state_rows_updated",
-          "state_rows", "state_memory_bytes")
+          "state_bytes_per_row_written", "state_rows", "state_memory_bytes")
 MINUTE = 60_000_000
 CALLS = np.array(["accept", "dup", "execve", "read", "write"], dtype=object)
 SCHEMA = pa.schema([("key", pa.string()), ("time", pa.timestamp("us", tz="UTC")),
@@ -212,6 +225,26 @@ def run_technique(technique: str, args: argparse.Namespace) -> dict:
             "summary": summarize(records, args.settled, args.window)}
 
 
+def curve_value(record: dict, curve: str) -> float | None:
+    """A micro-batch's value of ``curve``: recorded, or derived from what was (None if absent).
+
+    ``state_bytes_per_row_written`` is the file's changelog bytes (``state_written_bytes`` is
+    per micro-batch) over the state rows its micro-batches wrote.
+
+    Examples
+    --------
+    >>> rec = {"micro_batches": 2, "state_written_bytes": 150, "state_rows_updated": 3}
+    >>> curve_value(rec, "state_bytes_per_row_written"), curve_value(rec, "batch_s")
+    (100.0, None)
+    """
+    if curve != "state_bytes_per_row_written":
+        return record.get(curve)
+    written, rows = record.get("state_written_bytes"), record.get("state_rows_updated")
+    if written is None or not rows:
+        return None
+    return written * record.get("micro_batches", 1) / rows
+
+
 def window_medians(values: list[float], window: int) -> list[float]:
     """The median of every ``window`` consecutive values (all of them if fewer).
 
@@ -242,7 +275,7 @@ def summarize(records: list[dict], settled: int, window: int = 10) -> dict:
     settled = min(settled, len(records) - 1)
     out: dict = {"settled_at": settled, "window": window}
     for curve in CURVES:
-        values = [r.get(curve) for r in records[settled:]]
+        values = [curve_value(r, curve) for r in records[settled:]]
         if not values or any(v is None for v in values):
             continue
         medians = window_medians(values, window)
@@ -271,21 +304,27 @@ def plot(results: dict[str, dict], path: str) -> None:
 
     panels = [("batch_s", "micro-batch time (s)", 1), ("worker_rss_bytes",
               "Python workers' RSS (MB)", 1e6), ("state_written_bytes",
-              "state written per micro-batch (KB)", 1e3), ("state_rows", "state rows", 1)]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 11), sharex=True)
+              "state written per micro-batch (KB)", 1e3), ("state_bytes_per_row_written",
+              "state written per state row (KB)", 1e3), ("state_memory_bytes",
+              "RocksDB memory (MB)", 1e6), ("state_rows", "state rows", 1)]
+    settled = next(iter(results.values()))["summary"]["settled_at"]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 15), sharex=True)
     for ax, (curve, label, scale) in zip(axes, panels, strict=True):
+        top = 0.0
         for technique, result in results.items():
-            xs = [r["file"] for r in result["batches"] if r.get(curve) is not None]
-            ys = [r[curve] / scale for r in result["batches"] if r.get(curve) is not None]
+            points = [(r["file"], curve_value(r, curve)) for r in result["batches"]]
+            xs = [x for x, y in points if y is not None]
+            ys = [y / scale for x, y in points if y is not None]
             line, = ax.plot(xs, ys, label=technique, linewidth=0.6, alpha=0.5)
+            top = max([top, *(y for x, y in zip(xs, ys, strict=True) if x >= settled)])
             window = result["summary"].get("window", 1)
             if len(ys) >= window:
                 ax.plot(xs[window - 1:], window_medians(ys, window), color=line.get_color(),
                         linewidth=2)
-        settled = next(iter(results.values()))["summary"]["settled_at"]
         ax.axvline(settled, color="grey", linestyle=":", linewidth=1)
         ax.set_ylabel(label)
-        ax.set_ylim(bottom=0)
+        # the first micro-batches (JVM start, compiling) would squash the settled curves
+        ax.set_ylim(bottom=0, top=top * 1.1 or None)
     axes[0].legend(loc="upper right", ncol=len(results), fontsize="small")
     axes[-1].set_xlabel("micro-batch (one file, one minute of event time)")
     fig.suptitle("Soak: keys come and go; the medians (thick) should stay flat after the "
