@@ -305,3 +305,29 @@ def test_last_window_counts_are_the_sketched_window(spark, window):
     assert truth.sum() == merged.first()["window_count"] > 0
     pd.testing.assert_series_equal(truth.reindex(est.index, fill_value=0), est,
                                    check_names=False)
+
+
+#: Spark jobs a step's section may run (Spark's adaptive execution runs a job per shuffle
+#: stage): a small result is read once and summarized in pandas, not aggregated again and
+#: again in Spark.
+MAX_SECTION_JOBS = 6
+
+
+def test_each_section_runs_few_spark_jobs_issue38(spark, report):
+    from windowkit.report import countmin
+    from windowkit.report.steps import step_section
+
+    summary = report[0]
+    countmin._COUNTED.clear()  # counted once per run: count it in this one
+    context = spark.sparkContext  # a test-only view of the jobs run (no Connect here)
+    jobs = {}
+    for step in summary.steps:
+        group = f"report-jobs-{step.name}"
+        context.setJobGroup(group, group)
+        try:
+            step_section(step, summary)
+        finally:
+            context.setJobGroup("", "")
+        jobs[step.name] = len(context.statusTracker().getJobIdsForGroup(group))
+    print(jobs)
+    assert max(jobs.values()) <= MAX_SECTION_JOBS, jobs
