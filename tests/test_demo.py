@@ -108,6 +108,9 @@ def test_the_demo_writes_its_pipeline_and_report(demo):
     printed, results, _ = demo
     report = results / "report.html"
     assert report.is_file() and f"report:   {report}" in printed
+    # the report's share of the demo's time (issue #38)
+    share = re.search(r"written in ([\d.]+) s of the demo's ([\d.]+) s", printed)
+    assert share is not None and 0 < float(share.group(1)) < float(share.group(2))
     html = report.read_text()
     for step in STEPS:
         assert os.path.isdir(results / step), step

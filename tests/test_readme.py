@@ -111,8 +111,46 @@ def test_the_readmes_spark_submit_recipe_ships_windowkit_issue38(tmp_path):
     assert "No module named 'windowkit'" in check.stderr
     env.update(PYSPARK_PYTHON=python, PYSPARK_DRIVER_PYTHON=python)
     submit = shutil.which("spark-submit", path=os.path.dirname(sys.executable))
-    done = subprocess.run([submit, "--master", "local[1]", "--py-files",
-                           str(tmp_path / "windowkit.zip"), str(script)],
-                          env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    # the recipe's own command, from the repository's root, on local[1] with these paths
+    command = recipe.split("\n", 1)[1].replace("\\\n", " ")
+    for old, new in (("PYSPARK_PYTHON=/opt/env/bin/python ", ""), ("spark-submit", submit),
+                     ("--master yarn", "--master local[1]"),
+                     ("windowkit.zip", str(tmp_path / "windowkit.zip")),
+                     ("job.py", str(script))):
+        assert old in command, old
+        command = command.replace(old, new)
+    env.pop("PWD", None)  # the shell sets it to its working directory
+    done = subprocess.run(command, shell=True, env=env, capture_output=True, text=True,
+                          timeout=900, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "frames: 1" in done.stdout
+    # no Spark log line, not even before the session starts (the JVM's own warnings may stay)
+    logged = [line for line in done.stderr.splitlines()
+              if re.search(r" (INFO|WARN|ERROR) ", line) or "log4j" in line]
+    assert logged == [], logged[:5]
+
+
+@pytest.mark.spark
+def test_the_readmes_cli_under_spark_submit_prints_no_spark_log_issue38(tmp_path):
+    recipe = bash_block_after(README, "### On a cluster").replace("\\\n", " ")
+    # the recipe's --driver-java-options, its shell substitution run with this Python
+    option = re.search(r'--driver-java-options ("[^"]*")', recipe)
+    assert option is not None, recipe
+    quoted = option.group(1).replace("env/bin/python", sys.executable)
+    readings = tmp_path / "readings.csv"
+    readings.write_text("router,time,loss_rate\n" + "".join(
+        f"r1,2024-01-01 00:{m:02d}:00,{0.01 if 3 <= m < 7 else 0.001}\n" for m in range(10)))
+    main = ROOT / "windowkit" / "cli" / "__main__.py"
+    submit = shutil.which("spark-submit", path=os.path.dirname(sys.executable))
+    command = (f"{submit} --master local[1] --driver-java-options {quoted} {main} frames "
+               f"--input {readings} --time time --by router --when 'loss_rate > 0.003' "
+               f"--output {tmp_path / 'out'}")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_GATEWAY_PORT", "PWD")}
+    env.update(PYTHONPATH=str(ROOT), PYSPARK_PYTHON=sys.executable,
+               PYSPARK_DRIVER_PYTHON=sys.executable)
+    done = subprocess.run(command, shell=True, env=env, capture_output=True, text=True,
+                          timeout=900, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    logged = [line for line in done.stderr.splitlines()
+              if re.search(r" (INFO|WARN|ERROR) ", line) or "log4j" in line]
+    assert logged == [], logged[:5]

@@ -305,3 +305,34 @@ def test_last_window_counts_are_the_sketched_window(spark, window):
     assert truth.sum() == merged.first()["window_count"] > 0
     pd.testing.assert_series_equal(truth.reindex(est.index, fill_value=0), est,
                                    check_names=False)
+
+
+#: Spark jobs a step's section may run (Spark's adaptive execution runs a job per shuffle
+#: stage); re-aggregating a result or an input job after job took up to 13.
+MAX_SECTION_JOBS = 12
+#: Functions whose result is one row per finding (a frame, a report, a detection): their
+#: section reads it in one job, plus one for the input series under a figure.
+ONE_ROW_PER_FINDING = ("threshold_frames", "persistent_items", "exact_persistent_items",
+                       "widen_detect")
+
+
+def test_each_section_runs_few_spark_jobs_issue38(spark, report):
+    from windowkit.report import countmin
+    from windowkit.report.steps import step_section
+
+    summary = report[0]
+    countmin._COUNTED.clear()  # counted once per run: count it in this one
+    context = spark.sparkContext  # a test-only view of the jobs run (no Connect here)
+    jobs = {}
+    for step in summary.steps:
+        group = f"report-jobs-{step.name}"
+        context.setJobGroup(group, group)
+        try:
+            step_section(step, summary)
+        finally:
+            context.setJobGroup("", "")
+        jobs[step.name] = len(context.statusTracker().getJobIdsForGroup(group))
+    assert max(jobs.values()) <= MAX_SECTION_JOBS, jobs
+    findings = {s.name: jobs[s.name] for s in summary.steps
+                if s.function in ONE_ROW_PER_FINDING and s.result is not None}
+    assert len(findings) >= 4 and max(findings.values()) <= 2, findings

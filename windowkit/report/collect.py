@@ -49,20 +49,22 @@ def is_empty(df: DataFrame | None) -> bool:
     return df is None or df.isEmpty()
 
 
-def top_key(df: DataFrame, key: str, weight: Column | None = None) -> Any:
-    """The value of ``key`` with the most rows (or the largest sum of ``weight``); ties go to
-    the smallest value; None if there is no non-null key.
+def top_key(keys: pd.Series, weight: pd.Series | None = None) -> Any:
+    """The key with the most rows (or the largest sum of ``weight``) of a collected column;
+    ties go to the smallest key; None if there is no non-null key.
 
     Examples
     --------
-    >>> df = spark.createDataFrame([("a",), ("b",), ("b",), (None,)], "k string")
-    >>> top_key(df, "k")
+    >>> top_key(pd.Series(["a", "b", "b", None]))
     'b'
+    >>> top_key(pd.Series(["a", "b"]), weight=pd.Series([5, 3]))
+    'a'
     """
-    measure = F.count(F.lit(1)) if weight is None else F.sum(weight)
-    row = (df.filter(F.col(key).isNotNull()).groupBy(key).agg(measure.alias("wk_n"))
-           .orderBy(F.col("wk_n").desc(), F.col(key).asc()).first())
-    return None if row is None else row[key]
+    measure = pd.Series(1 if weight is None else weight.to_numpy(), index=keys.index)
+    totals = measure[keys.notna()].groupby(keys[keys.notna()]).sum()
+    if not len(totals):
+        return None
+    return sorted(totals.index[totals == totals.max()])[0]
 
 
 def series(df: DataFrame, micros: Column, value: Column, *, max_points: int = MAX_POINTS,

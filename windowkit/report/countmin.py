@@ -52,7 +52,8 @@ def count_min_section(step: StepRun, phi: float | None = None,
     >>> {h.name: h.value for h in out.headlines}["heavy_hitters"], out.figure.png[:4]
     (1, b'\\x89PNG')
     """
-    from windowkit.spark import estimate_frequency, merge_count_min
+    from windowkit.core.sketches import CountMin
+    from windowkit.spark import merge_count_min
 
     args = step.arguments
     df, result, item = step.inputs.get("input"), step.result, args.get("item")
@@ -60,28 +61,26 @@ def count_min_section(step: StepRun, phi: float | None = None,
     phi = DEFAULT_PHI if phi is None else float(phi)
     if df is None or not isinstance(item, str):
         return sec.Section(error="the step has no `input` or no `item` column name")
-    truth = counted_once(df, args)
+    counts = counted_once(df, args)
     merged = None if result is None else merge_count_min(result).first()
     if merged is None:
-        return sec.Section(_headlines(None, truth.count(), None, phi, None),
-                           note="no rows: no sketch snapshot")
+        return sec.Section(_headlines(None, int((counts["true_count"] > 0).sum()), None, phi,
+                                      None), note="no rows: no sketch snapshot")
     window_count, threshold = merged["window_count"], phi * merged["window_count"]
-    candidates = df.select(item).filter(F.col(item).isNotNull()).distinct()
-    # the pandas UDF runs once; the numbers and the figure read its rows
-    estimated = (estimate_frequency(bytes(merged["sketch"]), candidates, item)
-                 .join(truth, item, "left").fillna(0, subset=["true_count"])
-                 .withColumn("wk_hit", (F.col("estimate") >= F.lit(threshold))
-                             & (F.col("estimate") > 0))
-                 .localCheckpoint())
-    stats = estimated.agg(F.max(F.col("estimate") - F.col("true_count")).alias("over"),
-                          F.count(F.when(F.col("true_count") > 0, True)).alias("items"),
-                          F.count(F.when(F.col("wk_hit"), True)).alias("hitters")).first()
-    headlines = _headlines(window_count, stats["items"], stats["hitters"], phi, stats["over"])
-    order = [F.col("true_count").desc(), F.col("estimate").desc()]
-    top = estimated.orderBy(*order).limit(TOP).unionByName(
-        estimated.filter("wk_hit").orderBy(F.col("estimate").desc()).limit(TOP))
-    shown = top.distinct().toPandas()
-    shown = shown.sort_values(["true_count", "estimate"], ascending=False).head(TOP)
+    # the merged sketch is in the driver and every distinct item's key came with its count:
+    # the estimates are the sketch's own (what estimate_frequency computes), with no Spark job
+    sketch = CountMin.from_bytes(bytes(merged["sketch"]))
+    keys = counts["wk_key"].to_numpy(dtype="int64")
+    estimated = counts.assign(estimate=np.asarray(sketch.estimate(keys)).astype("int64"))
+    hit = (estimated["estimate"] >= threshold) & (estimated["estimate"] > 0)
+    over = (estimated["estimate"] - estimated["true_count"]).max() if len(estimated) else None
+    headlines = _headlines(window_count, int((estimated["true_count"] > 0).sum()),
+                           int(hit.sum()), phi, None if over is None else int(over))
+    by_count = ["true_count", "estimate"]
+    shown = pd.concat([estimated.sort_values(by_count, ascending=False).head(TOP),
+                       estimated[hit].sort_values("estimate", ascending=False).head(TOP)])
+    shown = (shown.drop_duplicates(subset=[item])
+             .sort_values(by_count, ascending=False).head(TOP).reset_index(drop=True))
     png = plot_counts(shown, item, threshold if window_count else None)
     return sec.Section(headlines, sec.Figure(
         png, alt=f"Bar chart of the {len(shown)} most frequent items' true and estimated "
@@ -123,12 +122,16 @@ def heavy_hitters_section(step: StepRun, upstream: StepRun | None = None,
     if upstream is None and summary is not None:
         upstream = next((s for s in summary.steps
                          if s.name == step.input_names.get("input")), None)
+    shown = latest.toPandas()
     if upstream is not None and upstream.inputs.get("input") is not None:
-        truth = counted_once(upstream.inputs["input"], upstream.arguments)
-        latest = latest.join(truth, item, "left")
+        counts = counted_once(upstream.inputs["input"], upstream.arguments)
+        # an item with no row in the last window has no true count there (as a join with
+        # the window's counts leaves it)
+        window = counts.loc[counts["true_count"] > 0, [item, "true_count"]]
+        shown = shown.merge(window, on=item, how="left")
     else:
-        latest = latest.withColumn("true_count", F.lit(None).cast("long"))
-    shown = latest.toPandas().sort_values("estimate", ascending=False)
+        shown["true_count"] = np.nan
+    shown = shown.sort_values("estimate", ascending=False)
     threshold = float(shown["threshold"].iloc[0])
     known = shown["true_count"].notna().all()
     shown["true_count"] = shown["true_count"].fillna(0)
@@ -171,14 +174,15 @@ def _hitter_headlines(hitters: int, window_count: float | None, threshold: float
     ]
 
 
-#: The last window's exact counts of the latest inputs asked for, computed once: a
-#: Count-Min step's section and its heavy hitters' section both read them. Each entry keeps
-#: its input, so the input's ``id`` cannot be reused while the entry lives.
-_COUNTED: dict[tuple[int, str], tuple[DataFrame, DataFrame]] = {}
+#: Every distinct item of the latest inputs asked for, with its key and its exact count in the
+#: last window, computed once: a Count-Min step's section and its heavy hitters' section both
+#: read them. Each entry keeps its input, so the input's ``id`` cannot be reused while the
+#: entry lives.
+_COUNTED: dict[tuple[int, str], tuple[DataFrame, pd.DataFrame]] = {}
 
 
-def counted_once(df: DataFrame, args: dict[str, Any]) -> DataFrame:
-    """:func:`last_window_counts`, computed (checkpointed) once per input and parameters.
+def counted_once(df: DataFrame, args: dict[str, Any]) -> pd.DataFrame:
+    """:func:`item_counts`, computed once per input and parameters.
 
     Examples
     --------
@@ -191,12 +195,35 @@ def counted_once(df: DataFrame, args: dict[str, Any]) -> DataFrame:
     if key not in _COUNTED:
         if len(_COUNTED) >= 4:
             _COUNTED.pop(next(iter(_COUNTED)))
-        _COUNTED[key] = (df, last_window_counts(df, args).localCheckpoint())
+        _COUNTED[key] = (df, item_counts(df, args))
     return _COUNTED[key][1]
+
+
+def item_counts(df: DataFrame, args: dict[str, Any]) -> pd.DataFrame:
+    """Every distinct non-null item of the input: ``item``, ``wk_key`` (the key the sketch
+    hashes) and ``true_count``, its exact count in the last window (0 outside it), in two
+    Spark jobs (the last step, then one aggregate).
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(i % 3, i) for i in range(10)], "item int, t long")
+    >>> out = item_counts(df, {"item": "item", "time": "t", "window": 3})
+    >>> sorted(zip(out["item"], out["true_count"]))
+    [(0, 1), (1, 1), (2, 1)]
+    """
+    rows, last = _steps(df, args)
+    recent = F.lit(False) if last is None else F.col("wk_step") > F.lit(last - int(args["window"]))
+    return rows.groupBy(args["item"]).agg(
+        F.first("wk_key").alias("wk_key"),
+        F.count(F.when(recent, True)).alias("true_count")).toPandas()
 
 
 def last_window_counts(df: DataFrame, args: dict[str, Any]) -> DataFrame:
     """``item, true_count``: exact counts of the input's last window, as the step defines it.
+
+    The step's sites give each row its step (:func:`~windowkit.spark.countmin.count_min_sites`:
+    positions for ``unit="samples"``, ``time // tick`` for ``unit="ticks"``); the window is
+    the ``window`` steps up to the last one.
 
     Examples
     --------
@@ -205,19 +232,28 @@ def last_window_counts(df: DataFrame, args: dict[str, Any]) -> DataFrame:
     ...                                                  "window": 3}).collect())
     [(0, 1), (1, 2)]
     """
-    from windowkit.spark.countmin import POSITION, POSITION_MICROS, count_min_sites
+    item = args["item"]
+    rows, last = _steps(df, args)
+    rows = rows.filter(F.col("wk_step").isNotNull())
+    if last is None:
+        return rows.limit(0).groupBy(item).agg(F.count(F.lit(1)).alias("true_count"))
+    recent = rows.filter(F.col("wk_step") > F.lit(last - int(args["window"])))
+    return recent.groupBy(item).agg(F.count(F.lit(1)).alias("true_count"))
+
+
+def _steps(df: DataFrame, args: dict[str, Any]) -> tuple[DataFrame, int | None]:
+    """The input's non-null items with their key (``wk_key``) and step (``wk_step``, null for
+    a row the step set aside), and the last step (None without one)."""
+    from windowkit.spark.countmin import ITEM_KEY, POSITION, POSITION_MICROS, count_min_sites
 
     item, unit = args["item"], args.get("unit", "samples")
     sites = count_min_sites(df, item, args.get("time"), args.get("by"), args.get("shards"),
                             unit=unit, time_unit=args.get("time_unit"))
     per_step = POSITION_MICROS if unit == "samples" else to_micros(args.get("tick"), "tick")
-    rows = sites.filter(F.col(item).isNotNull() & F.col(POSITION).isNotNull()).select(
-        item, F.floor(F.col(POSITION) / F.lit(per_step)).alias("wk_step"))
-    last = rows.agg(F.max("wk_step")).first()[0]
-    if last is None:
-        return rows.limit(0).groupBy(item).agg(F.count(F.lit(1)).alias("true_count"))
-    recent = rows.filter(F.col("wk_step") > F.lit(last - int(args["window"])))
-    return recent.groupBy(item).agg(F.count(F.lit(1)).alias("true_count"))
+    rows = sites.filter(F.col(item).isNotNull()).select(
+        item, F.col(ITEM_KEY).alias("wk_key"),
+        F.floor(F.col(POSITION) / F.lit(per_step)).alias("wk_step"))
+    return rows, rows.agg(F.max("wk_step")).first()[0]
 
 
 def plot_counts(items: pd.DataFrame, item: str, threshold: float | None,

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from windowkit.core.durations import to_micros
 from windowkit.report import section as sec
-from windowkit.report.collect import is_empty, series, time_micros
+from windowkit.report.collect import is_empty, series, time_micros, top_key
 from windowkit.report.figures import BLUE, GREY, ORANGE, as_datetime, empty_note, subplots, to_png
 from windowkit.report.format import format_duration
 from windowkit.report.model import StepRun
@@ -55,23 +55,24 @@ def fill_section(step: StepRun) -> sec.Section:
     if frames is None or data is None:
         return sec.Section(error="the step has no `input` frames or no `data` rows")
     args = step.arguments
-    kept = [c for c in (args.get("by"), "start", "end", "last", _ROWS) if c]
-    # the join runs once; the headlines and the figure read its few rows per frame
-    per_frame = frame_counts(frames, data, args).select(*kept).localCheckpoint()
-    stats = per_frame.agg(
-        F.count(F.lit(1)).alias("frames"),
-        F.count(F.when(F.col(_ROWS) > 0, True)).alias("filled"),
-        F.coalesce(F.sum(_ROWS), F.lit(0)).alias("attached"),
-        F.count(F.when(F.col(_ROWS) == 0, True)).alias("empty")).first()
+    by, unit = args.get("by"), args.get("time_unit")
+    counted = frame_counts(frames, data, args)
+    end = F.coalesce(time_micros(counted, "end", unit), time_micros(counted, "last", unit) + 1)
+    # the join runs once, its few columns per frame read in one job; the rest is pandas
+    per_frame = counted.select(
+        (F.col(by) if by else F.lit(None).cast("string")).alias("key"),
+        time_micros(counted, "start", unit).alias("start"), end.alias("end"),
+        F.col(_ROWS).alias("rows")).toPandas()
+    rows = per_frame["rows"].fillna(0).astype("int64")
     headlines = [
-        sec.count("frames", "frames to fill", stats["frames"]),
-        sec.count("frames_filled", "frames filled", stats["filled"]),
-        sec.count("rows_attached", "rows attached", stats["attached"]),
-        sec.count("frames_empty", "frames with no rows", stats["empty"]),
+        sec.count("frames", "frames to fill", len(per_frame)),
+        sec.count("frames_filled", "frames filled", int((rows > 0).sum())),
+        sec.count("rows_attached", "rows attached", int(rows.sum())),
+        sec.count("frames_empty", "frames with no rows", int((rows == 0).sum())),
     ]
-    if not stats["attached"] and is_empty(step.result):
+    if not rows.sum() and is_empty(step.result):
         return sec.Section(headlines, note="no rows: no frame was filled")
-    figure = _figure(step, data, per_frame)
+    figure = _figure(step, data, per_frame.assign(rows=rows))
     return sec.Section(headlines, figure)
 
 
@@ -167,22 +168,16 @@ def label_rows(middles, widths, rows: int = 3) -> list[int | None]:
     return out
 
 
-def _figure(step: StepRun, data: DataFrame, per_frame: DataFrame) -> sec.Figure:
+def _figure(step: StepRun, data: DataFrame, per_frame: pd.DataFrame) -> sec.Figure:
     params = step.arguments
     by, unit, time = params.get("by"), params.get("time_unit"), params["time"]
     busiest = None
     if by:
-        top = (per_frame.groupBy(by).agg(F.sum(_ROWS).alias("n"))
-               .orderBy(F.col("n").desc(), F.col(by).asc()).first())
-        busiest = top[by] if top is not None else None
-        per_frame = per_frame.filter(F.col(by) == F.lit(busiest))
+        busiest = top_key(per_frame["key"], weight=per_frame["rows"])
+        per_frame = per_frame[per_frame["key"] == busiest]
         data = data.filter(F.col(by) == F.lit(busiest))
     before, after = _shift(params, "before"), _shift(params, "after")
-    start = time_micros(per_frame, "start", unit)
-    end = F.coalesce(time_micros(per_frame, "end", unit), time_micros(per_frame, "last", unit)
-                     + 1)
-    shown = (per_frame.select(start.alias("start"), end.alias("end"), F.col(_ROWS).alias("rows"))
-             .orderBy("start").limit(MAX_FRAMES).toPandas())
+    shown = per_frame.sort_values("start", kind="stable").head(MAX_FRAMES)
     lo = shown["start"].to_numpy(dtype="int64") - before
     hi = shown["end"].to_numpy(dtype="int64") + after
     t = time_micros(data, time, unit)

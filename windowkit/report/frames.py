@@ -47,15 +47,17 @@ def frames_section(step: StepRun) -> sec.Section:
     params = step.arguments
     key = params.get("by") or "key"
     unit = params.get("time_unit")
-    result = step.result
-    stats = frame_stats(result, key, unit)
+    frames = frame_rows(step.result, key, unit)
+    stats = frame_stats(frames)
     headlines = frame_headlines(stats)
     if not stats["rows"]:
         return sec.Section(headlines, note="no rows: no frame found")
-    final = result.filter(F.col("status") == "final")
-    shown = final if stats["n"] else result
-    busiest = top_key(shown, key)
-    frames = _key_frames(shown, key, busiest, unit)
+    shown = frames[frames["status"] == "final"] if stats["n"] else frames
+    busiest = top_key(shown["key"])
+    mine = shown[shown["key"] == busiest] if busiest is not None else shown
+    mine = mine.sort_values("start", kind="stable").head(MAX_FRAMES)
+    frames = pd.DataFrame({"start": as_datetime(mine["start"]), "end": as_datetime(mine["end"]),
+                           "status": mine["status"].astype(str).to_numpy()})
     readings, label, threshold = _readings(step, key, busiest)
     name = f"{key} = {busiest}" if params.get("by") else "the stream"
     title = f"{name}: {int((frames['status'] == 'final').sum())} final frames"
@@ -70,34 +72,51 @@ def frames_section(step: StepRun) -> sec.Section:
     return sec.Section(headlines, figure)
 
 
-def frame_stats(result: DataFrame | None, key: str, time_unit: str | None = None
-                ) -> dict[str, Any]:
-    """Rows, final frames (``n``), keys with final frames, total, median and longest final
-    frame duration (``end - start``, µs), in one Spark aggregation.
+def frame_rows(result: DataFrame | None, key: str, time_unit: str | None = None
+               ) -> pd.DataFrame:
+    """A frames result as ``key``, ``start``, ``end`` (µs; an open fragment ends after its
+    ``last`` row), ``length`` (``end - start``, µs, final frames only) and ``status``, read in
+    one Spark job: a frame summarizes many rows, and every number of the section is drawn from
+    these few columns.
 
     Examples
     --------
-    >>> import datetime as dt
-    >>> t = dt.datetime(2024, 1, 1)
-    >>> df = spark.createDataFrame(
-    ...     [("a", t, t + dt.timedelta(seconds=s), st) for s, st in
-    ...      [(10, "final"), (30, "final"), (50, "partial")]],
-    ...     "k string, start timestamp, end timestamp, status string")
-    >>> frame_stats(df, "k")  # doctest: +NORMALIZE_WHITESPACE
+    >>> df = spark.createDataFrame([("a", 10, 20, 19, "final"), ("a", 30, None, 31, "partial")],
+    ...                            "k string, start long, end long, last long, status string")
+    >>> frame_rows(df, "k", "s")[["start", "end", "length"]].to_numpy().tolist()
+    [[10000000.0, 20000000.0, 10000000.0], [30000000.0, 31000001.0, nan]]
+    """
+    columns = ["key", "start", "end", "length", "status"]
+    if result is None:
+        return pd.DataFrame({c: [] for c in columns})
+    start, end = time_micros(result, "start", time_unit), time_micros(result, "end", time_unit)
+    closed = end
+    if "last" in result.columns:
+        closed = F.coalesce(end, time_micros(result, "last", time_unit) + 1)
+    final = F.col("status") == "final"
+    return result.select(F.col(key).alias("key"), start.alias("start"), closed.alias("end"),
+                         F.when(final, end - start).alias("length"),
+                         F.col("status").cast("string").alias("status")).toPandas()
+
+
+def frame_stats(frames: pd.DataFrame) -> dict[str, Any]:
+    """Rows, final frames (``n``), keys with final frames, total, median and longest final
+    frame duration (µs) of :func:`frame_rows`.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"key": ["a", "a", "a"], "length": [10e6, 30e6, None],
+    ...                      "status": ["final", "final", "partial"]})
+    >>> frame_stats(rows)  # doctest: +NORMALIZE_WHITESPACE
     {'rows': 3, 'n': 2, 'keys': 1, 'total': 40000000, 'median': 20000000.0,
      'longest': 30000000}
     """
-    if result is None:
-        return {"rows": 0, "n": 0, "keys": 0, "total": None, "median": None, "longest": None}
-    final = F.col("status") == "final"
-    length = time_micros(result, "end", time_unit) - time_micros(result, "start", time_unit)
-    rows = result.select(F.col(key).alias("wk_key"), F.when(final, length).alias("wk_len"),
-                         final.alias("wk_final"))
-    return rows.agg(
-        F.count(F.lit(1)).alias("rows"), F.count(F.when(F.col("wk_final"), True)).alias("n"),
-        F.count_distinct(F.when(F.col("wk_final"), F.col("wk_key"))).alias("keys"),
-        F.sum("wk_len").alias("total"), F.median("wk_len").alias("median"),
-        F.max("wk_len").alias("longest")).first().asDict()
+    final = frames[frames["status"] == "final"]
+    length = final["length"].dropna()
+    return {"rows": len(frames), "n": len(final), "keys": int(final["key"].nunique()),
+            "total": int(length.sum()) if len(length) else None,
+            "median": float(length.median()) if len(length) else None,
+            "longest": int(length.max()) if len(length) else None}
 
 
 def frame_headlines(stats: dict[str, Any]) -> list[sec.Headline]:
@@ -163,18 +182,6 @@ def _readings(step: StepRun, key: str, busiest: Any) -> tuple[pd.DataFrame, str,
         df = df.filter(F.col(key) == F.lit(busiest))
     rows = series(df, time_micros(df, time, params.get("time_unit")), value)
     return pd.DataFrame({"time": as_datetime(rows["t"]), "value": rows["value"]}), label, threshold
-
-
-def _key_frames(frames: DataFrame, key: str, busiest: Any, unit: str | None) -> pd.DataFrame:
-    """One key's frames (``start``, ``end`` as datetimes; an open fragment ends after its
-    last row), at most :data:`MAX_FRAMES` of them."""
-    rows = frames.filter(F.col(key) == F.lit(busiest)) if busiest is not None else frames
-    start = time_micros(rows, "start", unit)
-    end = F.coalesce(time_micros(rows, "end", unit), time_micros(rows, "last", unit) + 1)
-    pdf = (rows.select(start.alias("start"), end.alias("end"), "status")
-           .orderBy("start").limit(MAX_FRAMES).toPandas())
-    return pd.DataFrame({"start": as_datetime(pdf["start"]), "end": as_datetime(pdf["end"]),
-                         "status": pdf["status"].astype(str)})
 
 
 def _plot(readings: pd.DataFrame, frames: pd.DataFrame, path: str, label: str,

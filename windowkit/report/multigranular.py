@@ -16,7 +16,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from windowkit.report import section as sec
-from windowkit.report.collect import series, time_micros
+from windowkit.report.collect import MAX_POINTS, time_micros
 from windowkit.report.figures import as_datetime, empty_note, subplots, to_png
 from windowkit.report.format import format_duration
 from windowkit.report.model import StepRun
@@ -163,8 +163,9 @@ def level_headlines(stats: dict[str, Any], items: bool = False) -> list[sec.Head
 def level_lines(rows: DataFrame, value: Column, *, reduce: str, silent: float | None = None
                 ) -> dict[str, pd.DataFrame]:
     """Per level (labelled ``range / slide``), the ``(t, value)`` series at its reports'
-    ``window_end``, each reduced in Spark to a bounded number of points; where reports skip
-    a slide, the line breaks, or drops to ``silent`` (0 for a count: no row, no connection).
+    ``window_end``, each reduced in Spark to a bounded number of points (two Spark jobs for
+    all levels); where reports skip a slide, the line breaks, or drops to ``silent`` (0 for a
+    count: no row, no connection).
 
     Examples
     --------
@@ -175,13 +176,36 @@ def level_lines(rows: DataFrame, value: Column, *, reduce: str, silent: float | 
     >>> {k: v["value"].tolist() for k, v in level_lines(df, F.col("v"), reduce="avg").items()}
     {'1 min / 1 s': [2.0]}
     """
-    levels = rows.select("level", "range", "slide").distinct().orderBy("level").collect()
+    points = rows.select("level", "range", "slide",
+                         time_micros(rows, "window_end").alias("t"),
+                         value.cast("double").alias("value")).filter(F.col("t").isNotNull())
+    levels = points.groupBy("level", "range", "slide").agg(
+        F.min("t").alias("lo"), F.max("t").alias("hi"), F.count(F.lit(1)).alias("n")
+    ).orderBy("level").collect()
+    if not levels:
+        return {}
+    # one job for every level: a level of more than MAX_POINTS reports is reduced to one
+    # point per bucket of its own width, a shorter one keeps each report (1 µs buckets)
+    lo, width = F.lit(None).cast("long"), F.lit(None).cast("long")
+    for level in levels:
+        wide = 1 if level["n"] <= MAX_POINTS else -(-(level["hi"] - level["lo"] + 1)
+                                                    // MAX_POINTS)
+        mine = F.col("level") == F.lit(level["level"])
+        lo, width = (F.when(mine, F.lit(level["lo"])).otherwise(lo),
+                     F.when(mine, F.lit(wide)).otherwise(width))
+    agg = F.max("value") if reduce == "max" else F.avg("value")
+    reduced = (points.withColumns({"wk_lo": lo, "wk_width": width})
+               .groupBy("level", "wk_lo", "wk_width",
+                        F.floor((F.col("t") - F.col("wk_lo")) / F.col("wk_width")).alias("b"))
+               .agg(agg.alias("value"))
+               .select("level", (F.col("wk_lo") + F.col("b") * F.col("wk_width")).cast("long")
+                       .alias("t"), "value").toPandas())
     out = {}
     for level in levels:
-        mine = rows.filter(F.col("level") == F.lit(level["level"]))
-        points = series(mine, time_micros(mine, "window_end"), value, reduce=reduce)
+        mine = reduced.loc[reduced["level"] == level["level"], ["t", "value"]]
+        mine = mine.astype({"t": "int64", "value": "float64"}).sort_values("t", kind="stable")
         out[level_label(level["range"], level["slide"])] = break_gaps(
-            points, int(level["slide"]), silent)
+            mine.reset_index(drop=True), int(level["slide"]), silent)
     return out
 
 

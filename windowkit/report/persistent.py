@@ -10,7 +10,6 @@ from __future__ import annotations
 import inspect
 
 import pandas as pd
-from pyspark.sql import functions as F
 
 from windowkit.report import section as sec
 from windowkit.report.collect import time_micros
@@ -42,21 +41,21 @@ def persistent_section(step: StepRun) -> sec.Section:
     value = "persistence" if step.function == "exact_persistent_items" else "estimate"
     if not isinstance(item, str):
         return sec.Section(error="the step has no `item` column name")
-    stats = {"items": 0, "windows": 0, "reports": 0}
-    if result is not None:
-        stats = result.agg(F.count_distinct(item).alias("items"),
-                           F.count_distinct("window_end_slot").alias("windows"),
-                           F.count(F.lit(1)).alias("reports")).first().asDict()
+    reports = pd.DataFrame({c: [] for c in ("window_end_slot", "window_end", item, value)})
+    if result is not None:  # a report per item and window: few rows, read in one job
+        end = time_micros(result, "window_end", args.get("time_unit"))
+        reports = result.select("window_end_slot", end.alias("window_end"), item,
+                                value).toPandas()
+    stats = {"items": reports[item].nunique(), "windows": reports["window_end_slot"].nunique(),
+             "reports": len(reports)}
     headlines = [sec.count("items", "items reported", stats["items"]),
                  sec.count("windows", "windows with a report", stats["windows"]),
                  sec.count("reports", "reports (item, window)", stats["reports"])]
     if not stats["reports"]:
         return sec.Section(headlines, note="no rows: no persistent item")
-    top = (result.groupBy(item).agg(F.count(F.lit(1)).alias("wk_n"), F.sum(value).alias("wk_s"))
-           .orderBy(F.col("wk_n").desc(), F.col("wk_s").desc(), F.col(item).asc()).limit(TOP))
-    rows = result.join(F.broadcast(top.select(item)), item, "left_semi")
-    end = time_micros(rows, "window_end", args.get("time_unit"))
-    pdf = rows.select("window_end_slot", end.alias("window_end"), item, value).toPandas()
+    per_item = reports.groupby(item).agg(wk_n=(value, "size"), wk_s=(value, "sum")).reset_index()
+    top = per_item.sort_values(["wk_n", "wk_s", item], ascending=[False, False, True]).head(TOP)
+    pdf = reports[reports[item].isin(top[item])].reset_index(drop=True)
     pdf["window_end"] = as_datetime(pdf["window_end"])
     slots = _window_slots(step)
 

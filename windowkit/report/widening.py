@@ -50,26 +50,23 @@ def widening_section(step: StepRun) -> sec.Section:
     """
     args = step.arguments
     key, unit, result = args.get("by") or "key", args.get("time_unit"), step.result
-    stats = {"n": 0, "keys": 0, "median": None, "longest": None}
-    if result is not None:
-        delay = (time_micros(result, "detected_at", unit)
-                 - time_micros(result, "first_time", unit))
-        stats = result.select(F.col(key).alias("wk_key"), delay.alias("wk_delay")).agg(
-            F.count(F.lit(1)).alias("n"), F.count_distinct("wk_key").alias("keys"),
-            F.median("wk_delay").alias("median"), F.max("wk_delay").alias("longest")
-        ).first().asDict()
-    headlines = [sec.count("detections", "detections", stats["n"]),
-                 sec.count("keys", "keys with a detection", stats["keys"]),
-                 sec.duration("median_delay", "median delay", stats["median"]),
-                 sec.duration("max_delay", "max delay", stats["longest"])]
-    if not stats["n"]:
+    found = pd.DataFrame({c: [] for c in ("key", "first", "last", "detected", "level")})
+    if result is not None:  # a row per detection: few, read in one job
+        found = result.select(F.col(key).cast("string").alias("key"),
+                              time_micros(result, "first_time", unit).alias("first"),
+                              time_micros(result, "last_time", unit).alias("last"),
+                              time_micros(result, "detected_at", unit).alias("detected"),
+                              F.col("level")).toPandas()
+    delay = (found["detected"] - found["first"]).dropna()
+    headlines = [sec.count("detections", "detections", len(found)),
+                 sec.count("keys", "keys with a detection", found["key"].nunique()),
+                 sec.duration("median_delay", "median delay",
+                              float(delay.median()) if len(delay) else None),
+                 sec.duration("max_delay", "max delay", float(delay.max()) if len(delay) else None)]
+    if not len(found):
         return sec.Section(headlines, note="no rows: nothing detected")
-    pdf = (result.select(F.col(key).cast("string").alias("key"),
-                         time_micros(result, "first_time", unit).alias("first"),
-                         time_micros(result, "last_time", unit).alias("last"),
-                         time_micros(result, "detected_at", unit).alias("detected"),
-                         F.col("level"))
-           .orderBy("detected", "key").limit(MAX_DETECTIONS).toPandas())
+    pdf = (found.sort_values(["detected", "key"], kind="stable").head(MAX_DETECTIONS)
+           .reset_index(drop=True))
     png = plot_detections(pdf, key)
     return sec.Section(headlines, sec.Figure(
         png, alt=f"Timeline of {len(pdf)} detections per {key}, and their delay against the "
