@@ -227,10 +227,9 @@ def _summary(good: DataFrame, plan: MergePlan) -> Column:
 def _recent(good: DataFrame, plan: MergePlan, summary: Column) -> DataFrame:
     """The rows of the last ``lag + 1`` blocks, with their block.
 
-    The subquery appears once, in a projection: every copy of it in an expression is analyzed,
-    optimized and planned on its own (Spark runs identical ones once, but plans each), which
-    cost the driver seconds; and an aggregate's arguments may not hold it (Spark counts it
-    non-deterministic when the input's positions are).
+    The subquery is written once, in a projection: an aggregate's arguments may not hold it
+    (Spark counts it non-deterministic when the input's positions are), and Spark plans every
+    copy of it in an expression on its own (it runs identical ones once).
     """
     ended = good.withColumn(_END, summary.getField(_BLOCK))
     slotted = ended.withColumn(_SLOT, _slot(plan, F.col(_END)))
