@@ -379,8 +379,8 @@ def run_operator(
         out = packed.groupBy(SHARD).transformWithStateInPandas(
             statefulProcessor=_RunnerProcessor(job.factory, job.shipped(),
                                                job.folded, _own_watermark_delay(df, late),
-                                               group_ids, job.folded is not None,
-                                               list(carried.items()), job.categorical,
+                                               group_ids, list(carried.items()),
+                                               job.categorical,
                                                key_carrier),
             outputStructType=schema,
             outputMode="Append",
@@ -405,7 +405,7 @@ def run_operator(
         # (a Categorical) instead of millions of Python strings.
         out = partitioned.mapInArrow(
             functools.partial(_run_partition, job.factory, job.shipped(), job.folded,
-                              job.folded is not None, sent, job.categorical),
+                              sent, job.categorical),
             sent)
     returned = sent if not df.isStreaming else schema
     return out.select(*_output_columns(job, returned, derived, times_like or clock, project))
@@ -462,7 +462,6 @@ def _run_partition(
     factory: Callable[[], StreamOperator],
     shipped: list[str],
     folded: str | None,
-    has_flags: bool,
     schema: T.StructType,
     categorical: tuple[str, ...],
     batches: Iterator[pa.RecordBatch],
@@ -473,7 +472,7 @@ def _run_partition(
     parts: dict[int, list[pa.RecordBatch]] = {}
     for batch in batches:
         for shard, part in _split_by_shard(batch):
-            good, rejected = _take_rejected(part, shipped, has_flags)
+            good, rejected = _take_rejected(part, shipped, folded)
             if len(rejected):
                 yield _to_arrow(rejected[[REJECTED, DETAIL_OUT]], shard, arrow_schema)
             parts.setdefault(shard, []).append(good)
@@ -606,10 +605,11 @@ def _take_malformed(rows: pa.RecordBatch | pa.Table,
 
 
 def _take_rejected(rows: pa.RecordBatch | pa.Table, shipped: list[str],
-                   has_flags: bool) -> tuple[pa.RecordBatch | pa.Table, pd.DataFrame]:
-    """:func:`_take_malformed`, then (with flags) :func:`_take_flagged`."""
+                   folded: str | None) -> tuple[pa.RecordBatch | pa.Table, pd.DataFrame]:
+    """:func:`_take_malformed`, then (with a folded code, whose null flags a row)
+    :func:`_take_flagged`."""
     good, rejected = _take_malformed(rows, shipped)
-    if not has_flags:
+    if folded is None:
         return good, rejected
     good, flagged = _take_flagged(good)
     if not len(flagged):

@@ -51,7 +51,7 @@ class RunnerProcessor(StatefulProcessor):
     ----------
     factory : callable
         Builds a fresh operator; pickled on its own and rebuilt on first use.
-    shipped, folded, delay_us, group_ids, has_flags, originals, categorical, key_carrier
+    shipped, folded, delay_us, group_ids, originals, categorical, key_carrier
         How the adapter packs a stream's rows and what the stateful step reads of them (see
         :func:`~windowkit.spark.adapter.run_operator`).
 
@@ -68,7 +68,7 @@ class RunnerProcessor(StatefulProcessor):
     def __init__(
         self, factory: Callable[[], Any], shipped: list[str],
         folded: str | None, delay_us: int | None, group_ids: list[int],
-        has_flags: bool = False, originals: list[tuple[str, str]] | None = None,
+        originals: list[tuple[str, str]] | None = None,
         categorical: tuple[str, ...] = (), key_carrier: str | None = None,
     ) -> None:
         self._factory_bytes = cloudpickle.dumps(factory)
@@ -83,7 +83,6 @@ class RunnerProcessor(StatefulProcessor):
         self.original_columns = [column for _, column in self.originals
                                  if column.startswith(ORIGINAL_PREFIX)]
         self.carrier_columns = list(dict.fromkeys(column for _, column in self.originals))
-        self.has_flags = has_flags
         self.shipped = shipped
         self.folded = folded
         self.delay_us = delay_us
@@ -163,7 +162,7 @@ class RunnerProcessor(StatefulProcessor):
 
         wait_to_be_killed()
         good, rejected = a._take_rejected(a._unpack_rows(rows),
-                                          self.shipped + self.original_columns, self.has_flags)
+                                          self.shipped + self.original_columns, self.folded)
         if self.key_carrier is not None:
             good = a._key_from_carrier(good, self.key_carrier)
         originals = good.select(self.carrier_columns) if self.carrier_columns else None
