@@ -12,7 +12,8 @@ as one lazy Spark plan:
    aggregation by (shard, block) in the JVM; else by the operator's
    :meth:`~windowkit.core.mergeable.MergeableOperator.part`, per (input partition, shard), in
    Python;
-3. one operator per shard finishes its parts
+3. one task gathers the parts (a few per shard, however many rows) with the summary, and one
+   operator per shard finishes its parts
    (:meth:`~windowkit.core.mergeable.MergeableOperator.finish_parts`) in Python.
 
 Rows travel only as far as the JVM's aggregation; parts and counts are all that move. Rows
@@ -31,7 +32,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -53,9 +54,9 @@ _PART = "wk_part"
 _LAST = "wk_last"
 _ROWS = "wk_rows"
 _END = "wk_end"
-_PARTS = "wk_parts"
 _SITE = "wk_site"
-_SLOT = "wk_slot"
+_SUMMARY = "wk_summary"
+_DETAIL = "wk_detail"
 _LONG_MIN = -(2**63)
 _PART_SCHEMA = T.StructType([T.StructField(_SITE, T.IntegerType()),
                              T.StructField(_BLOCK, T.LongType()),
@@ -192,26 +193,28 @@ def run_merged(
         shard.cast("int").alias(_SITE), F.when(~malformed, micros).alias(TIME),
         *([key_col.cast("string").alias(KEY)] if key_col is not None else []),
         *[column.alias(name) for name, column in inputs.items()],
-        F.when(malformed, original).alias("wk_detail"))
+        F.when(malformed, original).alias(_DETAIL))
     good = rows.filter(F.col(TIME).isNotNull())
     summary = _summary(good, plan)
     recent = _recent(good, plan, summary)
-    if plan.aggregate is not None:
-        parts = _aggregated_parts(recent, plan)
-    else:
-        parts = _python_parts(recent, factory)
-    shards = _with_counts(good.sparkSession, summary, parts)
+    # Parts are few (shards x blocks): one task gathers them with the summary and finishes
+    # every shard, where a shuffle by shard and a join with the counts cost a stage each.
+    if plan.aggregate is not None:  # the aggregation's shuffle already gathers them
+        gathered = _aggregated_parts(recent, plan).coalesce(1)
+    else:  # built where the rows are read: moved, so that part building stays parallel
+        gathered = _python_parts(recent, factory).repartition(1)
     operator_fields = [f for f in schema.fields
                        if f.name not in (SHARD_OUT, REJECTED, DETAIL_OUT)]
-    sent = T.StructType([*operator_fields, T.StructField(SHARD_OUT, T.IntegerType())])
-    finished = shards.mapInArrow(functools.partial(_finish_shards, factory, sent), sent)
-    out = finished.withColumns({REJECTED: F.lit(None).cast("string"),
-                                DETAIL_OUT: F.lit(None).cast("string")})
+    sent = T.StructType([*operator_fields, T.StructField(SHARD_OUT, T.IntegerType()),
+                         T.StructField(REJECTED, T.StringType()),
+                         T.StructField(DETAIL_OUT, T.StringType())])
+    finished = gathered.select("*", summary.alias(_SUMMARY)).mapInArrow(
+        functools.partial(_finish_shards, factory, sent), sent)
     malformed_rows = rows.filter(F.col(TIME).isNull()).select(
         *[F.lit(None).cast(f.dataType).alias(f.name) for f in operator_fields],
         F.col(_SITE).alias(SHARD_OUT), F.lit("malformed").alias(REJECTED),
-        F.col("wk_detail").alias(DETAIL_OUT))
-    return out.unionByName(malformed_rows)
+        F.col(_DETAIL).alias(DETAIL_OUT))
+    return finished.union(malformed_rows)
 
 
 def _summary(good: DataFrame, plan: MergePlan) -> Column:
@@ -219,9 +222,11 @@ def _summary(good: DataFrame, plan: MergePlan) -> Column:
     before the plan's other jobs; it reads only what decides whether a row counts, its time
     and its shard, in a code-generated aggregation."""
     per_shard = good.groupBy(_SITE).agg(F.count(F.lit(1)).alias(_ROWS), F.max(TIME).alias(_END))
-    overall = per_shard.agg(F.max(_END).alias(_END),
-                            F.collect_list(F.struct(_SITE, _ROWS)).alias(_ROWS))
-    return overall.select(F.struct(_END, block_of(_END, plan).alias(_BLOCK), _ROWS)).scalar()
+    last = f"max({_END})"
+    return per_shard.agg(F.struct(
+        F.expr(last).alias(_END),
+        F.expr(floor_div(floor_div(last, plan.tick), plan.span)).alias(_BLOCK),
+        F.collect_list(F.struct(_SITE, _ROWS)).alias(_ROWS))).scalar()
 
 
 def _recent(good: DataFrame, plan: MergePlan, summary: Column) -> DataFrame:
@@ -231,27 +236,27 @@ def _recent(good: DataFrame, plan: MergePlan, summary: Column) -> DataFrame:
     (Spark counts it non-deterministic when the input's positions are), and Spark plans every
     copy of it in an expression on its own (it runs identical ones once).
     """
-    ended = good.withColumn(_END, summary.getField(_BLOCK))
-    slotted = ended.withColumn(_SLOT, _slot(plan, F.col(_END)))
-    return slotted.filter(F.col(_SLOT).isNotNull()).withColumn(
-        _BLOCK, F.try_subtract(F.col(_END), F.col(_SLOT))).drop(_END, _SLOT)
+    ended = good.select("*", summary.getField(_BLOCK).alias(_END))
+    kept = [c for c in good.columns if c != _DETAIL]
+    blocked = ended.select(*kept, _recent_block(plan, F.col(_END)).alias(_BLOCK))
+    return blocked.filter(F.col(_BLOCK).isNotNull())
 
 
-def _slot(plan: MergePlan, end_block: Column) -> Column:
-    """Each row's block slot: 0 in the last block, up to ``lag``; null before."""
+def _recent_block(plan: MergePlan, end_block: Column) -> Column:
+    """Each row's block if it is one of the last ``lag + 1``, else null."""
     width = plan.tick * plan.span
     if width > -_LONG_MIN - 1:  # blocks wider than the clock: only numbers tell them apart
-        behind = F.try_subtract(end_block, block_of(TIME, plan))
-        return F.when(behind <= plan.lag, behind)
+        block = block_of(TIME, plan)
+        return F.when(F.try_subtract(end_block, block) <= plan.lag, block)
     # comparing a time with the blocks' first times costs two comparisons a row where a
     # block number costs divisions; a block whose first time lies below the smallest long
     # starts there
-    slot = None
+    recent = None
     for lag in range(plan.lag + 1):
-        start = F.coalesce(F.try_multiply(F.try_subtract(end_block, F.lit(lag)), F.lit(width)),
-                           F.lit(_LONG_MIN))
-        slot = (F if slot is None else slot).when(F.col(TIME) >= start, F.lit(lag))
-    return slot
+        block = F.try_subtract(end_block, F.lit(lag))
+        start = F.coalesce(F.try_multiply(block, F.lit(width)), F.lit(_LONG_MIN))
+        recent = (F if recent is None else recent).when(F.col(TIME) >= start, block)
+    return recent
 
 
 def _aggregated_parts(recent: DataFrame, plan: MergePlan) -> DataFrame:
@@ -266,20 +271,9 @@ def _aggregated_parts(recent: DataFrame, plan: MergePlan) -> DataFrame:
 def _python_parts(recent: DataFrame, factory: Callable[[], StreamOperator]) -> DataFrame:
     """The parts the operator builds in Python from the rows of the last ``lag + 1`` blocks,
     one per (input partition, shard)."""
-    columns = [c for c in recent.columns if c not in ("wk_detail", _BLOCK)]
+    columns = [c for c in recent.columns if c != _BLOCK]
     return recent.select(*columns).mapInArrow(functools.partial(_build_parts, factory),
                                               _PART_SCHEMA)
-
-
-def _with_counts(session: SparkSession, summary: Column, parts: DataFrame) -> DataFrame:
-    """One row per shard with rows: its rows, the input's last time and its parts (null for a
-    shard whose rows all lie before the last blocks)."""
-    collected = parts.groupBy(_SITE).agg(
-        F.collect_list(F.struct(_BLOCK, _PART, _LAST)).alias(_PARTS))
-    # one copy of the subquery (see _recent)
-    counts = session.range(1).select(summary.alias(_PARTS)).select(
-        F.inline(F.col(_PARTS).getField(_ROWS)), F.col(_PARTS).getField(_END).alias(_END))
-    return counts.join(collected, _SITE, "left")
 
 
 def _build_parts(factory: Callable[[], StreamOperator],
@@ -307,14 +301,22 @@ def _build_parts(factory: Callable[[], StreamOperator],
 
 def _finish_shards(factory: Callable[[], StreamOperator], sent: T.StructType,
                    batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Each shard's operator finishes its parts; its output rows, with the shard."""
+    """Every shard with rows finishes its parts (none if its rows all lie before the last
+    blocks); its output rows, with the shard. The parts of every shard, each row with the
+    input's summary, are this partition's rows."""
+    rows = [row for batch in batches for row in batch.to_pylist()]
+    if not rows:
+        return
+    summary = rows[0][_SUMMARY]
+    parts: dict[int, list] = {}
+    for row in rows:
+        parts.setdefault(row[_SITE], []).append((row[_BLOCK], row[_PART], row[_LAST]))
     arrow_schema = _arrow_schema(sent)
-    for batch in batches:
-        for row in batch.to_pylist():
-            parts = [(p[_BLOCK], p[_PART], p[_LAST]) for p in row[_PARTS] or []]
-            output = factory().finish_parts(parts, row[_ROWS], row[_END])
-            columns = [pa.array(np.full(len(output), row[_SITE], dtype=np.int32))
-                       if f.name == SHARD_OUT else pa.Array.from_pandas(output[f.name], type=f.type)
-                       for f in arrow_schema]
-            yield pa.RecordBatch.from_arrays(columns, schema=arrow_schema)
-
+    for count in sorted(summary[_ROWS], key=lambda c: c[_SITE]):
+        site = count[_SITE]
+        output = factory().finish_parts(parts.get(site, []), count[_ROWS], summary[_END])
+        columns = [pa.array(np.full(len(output), site, dtype=np.int32)) if f.name == SHARD_OUT
+                   else pa.nulls(len(output), f.type) if f.name in (REJECTED, DETAIL_OUT)
+                   else pa.Array.from_pandas(output[f.name], type=f.type)
+                   for f in arrow_schema]
+        yield pa.RecordBatch.from_arrays(columns, schema=arrow_schema)
