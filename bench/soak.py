@@ -5,7 +5,15 @@ Count-Min, persistent items) one streaming query runs over ``--batches`` micro-b
 Parquet files written up front, handed to the query one at a time (``maxFilesPerTrigger=1``),
 each a minute of event time over ``--keys`` live keys, a tenth of which are replaced by new
 keys every minute (each key lives about ten minutes, then never comes back, so its windows and
-frames close). Per micro-batch it records:
+frames close). Key names have one width throughout (``k0012345``): names growing a digit
+(``k9999``, then ``k10000``) make a shard's state compress worse for the twenty files in
+which it holds names of both widths (their lengths and the names mixed): persistent items'
+state, replayed through its operator outside Spark with Spark's shard of each key, grew 8%
+there and came back, and stays within 2% with names of one width, its items and tuples held
+flat from file 10 (the live keys and those whose window of ten slots has not yet closed).
+A Spark run still shows a step of a tenth in its bytes per row written over files 32-39,
+which that replay does not: it lies between the operator's state and the changelog, not
+traced. Per micro-batch it records:
 
 * ``batch_s``: Spark's ``triggerExecution`` of the file's micro-batches (the one reading it and
   the no-data one Spark may run after it for the moved watermark);
@@ -18,7 +26,12 @@ frames close). Per micro-batch it records:
   replaced until it reaches ``spark.sql.streaming.stateStore.rocksdb.blockCacheSizeMB`` (8 MB
   per store by default), so it climbs for the length of a 200-file run at a pace that follows
   the size of the state read (with the cache set to 1 MB, multi-granular's climbs a third as
-  fast once the cache is full, after about 30 files; the rest of the climb is not traced);
+  fast once the cache is full, after about 30 files; the rest of the climb is not traced).
+  Bounding it as Spark documents (``spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage``
+  true: one cache for every store of the node, ``maxMemoryUsageMB`` of 500 MB by default, the
+  memtables charged to it) does not flatten it: a 60-file multi-granular run climbed as
+  without it (0.058 MB a file from file 20, against 0.059), from 1.3 MB higher, the shared
+  cache being larger than two stores' own; windowkit leaves the bound unset;
 * ``state_written_bytes``: the bytes of the changelog files the file's micro-batches added
   to the checkpoint's ``state`` folder, per micro-batch (RocksDB's snapshots, written every
   few versions, left out).
@@ -57,6 +70,8 @@ one at a time, and the PNG (``bench/results/soak.png``) draws all of them::
 
     .venv/bin/python bench/soak.py                              # all five, 200 micro-batches
     .venv/bin/python bench/soak.py --techniques frames --batches 30   # a quick look at one
+    .venv/bin/python bench/soak.py --techniques widening --batches 60 \
+        --conf spark.sql.streaming.stateStore.rocksdb.blockCacheSizeMB=1   # a setting tried
 """
 
 from __future__ import annotations
@@ -82,6 +97,8 @@ TECHNIQUES = ("frames", "multigranular", "widening", "countmin", "persistent")
 CURVES = ("batch_s", "worker_rss_bytes", "state_written_bytes", "state_rows_updated",
           "state_bytes_per_row_written", "state_rows", "state_memory_bytes")
 MINUTE = 60_000_000
+# digits of a key's number: 2,000 micro-batches of the default keys, all of one width
+KEY_DIGITS = 7
 CALLS = np.array(["accept", "dup", "execve", "read", "write"], dtype=object)
 SCHEMA = pa.schema([("key", pa.string()), ("time", pa.timestamp("us", tz="UTC")),
                     ("value", pa.float64()), ("call", pa.string()), ("fd", pa.string()),
@@ -100,7 +117,7 @@ def write_inputs(folder: str, batches: int, rows: int, keys: int, seed: int) -> 
         key = b * step + rng.integers(0, keys, rows)
         times = T0 + b * MINUTE + np.sort(rng.integers(0, MINUTE, rows))
         table = pa.table([
-            pa.array(np.char.add("k", key.astype(str)).astype(object)),
+            pa.array(key_names(key)),
             pa.array(times, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
             pa.array(rng.random(rows)),
             pa.array(CALLS[rng.integers(0, len(CALLS), rows)]),
@@ -111,6 +128,21 @@ def write_inputs(folder: str, batches: int, rows: int, keys: int, seed: int) -> 
         path = os.path.join(folder, f"part-{b:04d}.parquet")
         pq.write_table(table, path)
         os.utime(path, (1_700_000_000 + b, 1_700_000_000 + b))  # the source's order
+
+
+def key_names(numbers: np.ndarray) -> np.ndarray:
+    """Key names of one width (``k0000123``) for the key numbers of a run.
+
+    Names of growing width (``k9999``, then ``k10000``) would make the state's bytes bump
+    while a shard holds names of both widths: the length column and the names compress
+    worse when their widths are mixed.
+
+    Examples
+    --------
+    >>> key_names(np.array([7, 12_345])).tolist()
+    ['k0000007', 'k0012345']
+    """
+    return np.char.add("k", np.char.zfill(numbers.astype(str), KEY_DIGITS)).astype(object)
 
 
 def build_query(spark, technique: str, source: str, shards: int, late: str):
@@ -181,7 +213,7 @@ def run_technique(technique: str, args: argparse.Namespace) -> dict:
     spark = windowkit_session(args.master, app_name=f"bench-soak-{technique}",
                               shuffle_partitions=args.shards, quiet=True,
                               extra_conf={"spark.sql.streaming.numRecentProgressUpdates":
-                                          str(args.batches * 3 + 10)})
+                                          str(args.batches * 3 + 10), **spark_conf(args.conf)})
     workdir = tempfile.mkdtemp(prefix=f"wk-soak-{technique}-")
     staged, source = os.path.join(workdir, "staged"), os.path.join(workdir, "in")
     checkpoint = os.path.join(workdir, "ck")
@@ -223,6 +255,24 @@ def run_technique(technique: str, args: argparse.Namespace) -> dict:
         shutil.rmtree(workdir, ignore_errors=True)
     return {"technique": technique, "batches": records,
             "summary": summarize(records, args.settled, args.window)}
+
+
+def spark_conf(pairs: list[str]) -> dict[str, str]:
+    """``--conf KEY=VALUE`` options as Spark settings.
+
+    Examples
+    --------
+    >>> spark_conf(["spark.sql.streaming.stateStore.rocksdb.blockCacheSizeMB=1"])
+    {'spark.sql.streaming.stateStore.rocksdb.blockCacheSizeMB': '1'}
+    """
+    conf = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key:
+            msg = f"`--conf` takes KEY=VALUE; got {pair!r}"
+            raise ValueError(msg)
+        conf[key.strip()] = value.strip()
+    return conf
 
 
 def curve_value(record: dict, curve: str) -> float | None:
@@ -364,6 +414,8 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=2)
     parser.add_argument("--late", default="10 seconds", help="watermark delay")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting for the query's session (repeatable)")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--output", default=os.path.join(ROOT, "bench", "results"))
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # the child's technique
@@ -371,6 +423,10 @@ def main() -> None:
     if args.batches < args.settled + args.window:
         parser.error(f"--batches must be at least --settled + --window "
                      f"({args.settled + args.window}); got {args.batches}")
+    try:
+        spark_conf(args.conf)
+    except ValueError as error:
+        parser.error(str(error))
     if args.one is not None:
         json.dump(run_technique(args.one, args), sys.stdout)
         return
@@ -393,7 +449,7 @@ def main() -> None:
         result.update({"commit": git_commit(), "uncommitted_changes": git_dirty(),
                        "settings": {k: getattr(args, k) for k in (
                            "batches", "rows", "keys", "shards", "late", "master", "seed",
-                           "settled", "window")}})
+                           "settled", "window", "conf")}})
         report["results"][technique] = result
     report.update({"machine": platform.platform(), "cpus": os.cpu_count()})
     results = {t: report["results"][t] for t in TECHNIQUES if t in report["results"]}

@@ -54,3 +54,16 @@ def test_records_without_rows_updated_have_no_bytes_per_row(soak):
     summary = soak.summarize(old, settled=0, window=10)
     assert "state_bytes_per_row_written" not in summary
     assert summary["state_written_bytes"]["max_ratio"] == 1.0
+
+
+def test_key_names_keep_one_width_across_a_run(soak, tmp_path):
+    # the key numbers pass 10,000 during the run (file 24 on): names of mixed widths would
+    # make the state's compressed bytes bump while shards hold both
+    import pyarrow.parquet as pq
+
+    folder = str(tmp_path / "in")
+    soak.write_inputs(folder, batches=40, rows=500, keys=3000, seed=1)
+    names = pq.read_table(folder, columns=["key"]).column("key").to_pylist()
+    numbers = [int(name[1:]) for name in names]
+    assert min(numbers) < 10_000 <= max(numbers)
+    assert {len(name) for name in names} == {len(names[0])}
