@@ -11,7 +11,8 @@ subquery; Simple and Proportional run in the adapter's mergeable mode: each site
 counted in the JVM, then Spark's own ``count_min_sketch`` sketches the rows of the last one or
 two window blocks per (site, block) in the JVM (windowkit's Spark sketches hash with Spark's
 Count-Min family, so the matrices are the core's), with no shuffle of rows and no row reaching
-Python; the "rows not in time order" row times the same job on the same rows shuffled).
+Python, and the Parquet scan skips the row groups before those blocks (it gets the filter);
+the "rows not in time order" row times the same job on the same rows shuffled).
 Two last rows time floors. "rows shuffled to sites": any path that keeps each site's rows in
 order (Splitter's) ships every row to its site's task (the same round robin routing, one task
 per site) and into Python, where they are only counted. "every row's site counted in the

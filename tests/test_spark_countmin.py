@@ -690,3 +690,29 @@ def test_estimates_from_a_sketch_dataframe_are_made_in_the_jvm_like_the_core(spa
     two = merged.unionByName(merged)
     with pytest.raises(Exception, match="exactly one sketch row; got 2"):
         estimate_frequency(two, queries, "item").collect()
+
+
+@pytest.mark.parametrize("unit", ["samples", "ticks"])
+def test_the_last_blocks_are_kept_where_the_file_is_read_issue35(spark, tmp_path, capsys, unit):
+    """The mergeable pass's filter on the last blocks reaches the Parquet scan (a scalar
+    subquery in its pushed filters), so the row groups before them are skipped, lazily; the
+    snapshots are those of the same rows in memory, where nothing can be pushed."""
+    from windowkit.spark.countmin import merge_count_min, windowed_count_min
+
+    n = 1000
+    pdf = pd.DataFrame({"item": np.arange(n) % 7, "t": np.arange(n, dtype=np.int64)})
+    path = str(tmp_path / "rows.parquet")
+    pdf.to_parquet(path, row_group_size=100)
+    params = ({"window": 100} if unit == "samples"
+              else {"window": 5, "unit": "ticks", "tick": 20_000, "time_unit": "ms"})
+
+    def merged(df):
+        snaps = windowed_count_min(df, "item", "t", algorithm="simple", shards=2, **params)
+        return snaps, merge_count_min(snaps).first()
+
+    snaps, from_file = merged(spark.read.parquet(path))
+    snaps.explain()
+    assert "GreaterThanOrEqual(t,ScalarSubquery" in capsys.readouterr().out
+    _, in_memory = merged(spark.createDataFrame(pdf))
+    assert from_file.asDict() == in_memory.asDict()
+    assert from_file["n_seen"] == n

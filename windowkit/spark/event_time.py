@@ -85,6 +85,19 @@ class EventTime:
         bound = (2**63 - 1) // per
         return F.when(col.between(-bound, bound), col.cast("long") * F.lit(per))
 
+    @property
+    def comparable(self) -> bool:
+        """Whether the column's own order is its time's, so that it can be compared as it is
+        (see :meth:`first_value`).
+
+        Examples
+        --------
+        >>> df = spark.createDataFrame([(1, "2024-01-01")], "t long, s string")
+        >>> event_time(df, "t", "s").comparable, event_time(df, "s").comparable
+        (True, False)
+        """
+        return self.kind == "integer" or (self.kind == "instant" and not self.string)
+
     def at_least(self, micros: int) -> Column | None:
         """A predicate on the column itself, true for every row whose time is at least
         ``micros``, that Spark can push into a file scan (Parquet skips the row groups whose
@@ -98,15 +111,32 @@ class EventTime:
         >>> [r.t for r in df.filter(event_time(df, "t", "s").at_least(89_500_000)).collect()]
         [90, 91]
         """
-        col = self.column
-        if self.kind == "instant" and not self.string:
-            return col >= F.timestamp_micros(F.lit(int(micros)))
-        if self.kind != "integer":
+        first = self.first_value(F.lit(int(micros)))
+        return None if first is None else self.column >= first
+
+    def first_value(self, micros: Column) -> Column | None:
+        """The smallest value of the column whose time is at least ``micros`` (a µs long
+        column), or one a little below it: ``column >= first_value(m)`` holds for every row
+        whose time is at least ``m``. Spark pushes such a comparison into a Parquet scan when
+        its right side is a literal or a scalar subquery. None where the column is not
+        compared as it is (strings, wall-clock times).
+
+        Examples
+        --------
+        >>> df = spark.createDataFrame([(1,)], "t long")
+        >>> df.select(event_time(df, "t", "s").first_value(F.lit(-1_500_000))).first()[0]
+        -1
+        """
+        if not self.comparable:
             return None
-        if self.unit == "ns":
-            return col >= F.lit(int(micros) * 1000) if abs(micros) < (2**63 - 1) // 1000 else None
+        if self.kind == "instant":
+            return F.timestamp_micros(micros)
+        if self.unit == "ns":  # beyond the long range: every row, or none
+            return F.coalesce(F.try_multiply(micros, F.lit(1000)),
+                              F.when(micros < 0, F.lit(-(2**63))).otherwise(F.lit(2**63 - 1)))
         per = _MICROS_PER[self.unit]
-        return col >= F.lit(-(-int(micros) // per))
+        # the ceiling of micros / per in long arithmetic (``div`` truncates toward zero)
+        return _ceil_div(micros, per)
 
     def restore(self, micros: Column) -> Column:
         """Microseconds back to the column's own kind (see the module docstring).
@@ -125,6 +155,12 @@ class EventTime:
             return micros * F.lit(1000)
         per = _MICROS_PER[self.unit]
         return micros if per == 1 else F.ceil(micros / F.lit(per)).cast("long")
+
+
+def _ceil_div(value: Column, divisor: int) -> Column:
+    """``ceil(value / divisor)`` of a long column, in long arithmetic."""
+    truncated = F.call_function("div", value, F.lit(divisor))
+    return truncated + F.when(value > truncated * F.lit(divisor), F.lit(1)).otherwise(F.lit(0))
 
 
 def _seconds_micros(ntz: Column) -> Column:

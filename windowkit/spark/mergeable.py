@@ -20,9 +20,10 @@ Rows travel only as far as the JVM's aggregation; parts and counts are all that 
 with no time or no key come out as ``rejected = "malformed"`` with the row as JSON, as in
 the adapter's other modes.
 
-Spark does not push a filter on a scalar subquery into a Parquet scan (its pushed filters
-must be literals), so the second pass reads the row groups before the last blocks too, and
-drops their rows before they reach the aggregation.
+Where the time column can be compared as it is (an integer with a unit, or a timestamp), the
+second pass first keeps the rows from the last blocks' first time on by comparing that column
+with a scalar subquery, which Spark pushes into a Parquet scan: the row groups before the last
+blocks are skipped where they are read, with no Spark action before the user's.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ _END = "wk_end"
 _SITE = "wk_site"
 _SUMMARY = "wk_summary"
 _DETAIL = "wk_detail"
+_RAW = "wk_raw_time"
 _LONG_MIN = -(2**63)
 _PART_SCHEMA = T.StructType([T.StructField(_SITE, T.IntegerType()),
                              T.StructField(_BLOCK, T.LongType()),
@@ -182,7 +184,8 @@ def run_merged(
         ``schema``'s columns, times as µs; rejected rows have only ``shard``, ``rejected`` and
         ``detail``.
     """
-    micros = event_time(df, time, time_unit).micros()
+    clock = event_time(df, time, time_unit)
+    micros = clock.micros()
     key_col = None if key is None else (F.col(key) if isinstance(key, str) else key)
     malformed = micros.isNull()
     if key_col is not None:
@@ -193,10 +196,12 @@ def run_merged(
         shard.cast("int").alias(_SITE), F.when(~malformed, micros).alias(TIME),
         *([key_col.cast("string").alias(KEY)] if key_col is not None else []),
         *[column.alias(name) for name, column in inputs.items()],
-        F.when(malformed, original).alias(_DETAIL))
-    good = rows.filter(F.col(TIME).isNotNull())
+        F.when(malformed, original).alias(_DETAIL),
+        # the time column as it is: a filter on it reaches the file scan
+        *([clock.column.alias(_RAW)] if clock.comparable else []))
+    good = rows.filter(f"`{TIME}` IS NOT NULL")
     summary = _summary(good, plan)
-    recent = _recent(good, plan, summary)
+    recent = _recent(good, plan, summary, clock)
     # Parts are few (shards x blocks): one task gathers them with the summary and finishes
     # every shard, where a shuffle by shard and a join with the counts cost a stage each.
     if plan.aggregate is not None:  # the aggregation's shuffle already gathers them
@@ -210,62 +215,87 @@ def run_merged(
                          T.StructField(DETAIL_OUT, T.StringType())])
     finished = gathered.select("*", summary.alias(_SUMMARY)).mapInArrow(
         functools.partial(_finish_shards, factory, sent), sent)
-    malformed_rows = rows.filter(F.col(TIME).isNull()).select(
-        *[F.lit(None).cast(f.dataType).alias(f.name) for f in operator_fields],
+    malformed_rows = rows.filter(f"`{TIME}` IS NULL").select(
         F.col(_SITE).alias(SHARD_OUT), F.lit("malformed").alias(REJECTED),
         F.col(_DETAIL).alias(DETAIL_OUT))
-    return finished.union(malformed_rows)
+    # the JVM fills the operator's columns with nulls
+    return finished.unionByName(malformed_rows, allowMissingColumns=True)
 
 
 def _summary(good: DataFrame, plan: MergePlan) -> Column:
     """The input's last time, its block and every shard's rows: one scalar subquery, run once
     before the plan's other jobs; it reads only what decides whether a row counts, its time
     and its shard, in a code-generated aggregation."""
-    per_shard = good.groupBy(_SITE).agg(F.count(F.lit(1)).alias(_ROWS), F.max(TIME).alias(_END))
+    # SQL text: one expression costs one call to the JVM, where pyspark's functions cost one
+    # or more each
+    per_shard = good.groupBy(_SITE).agg(F.expr(f"count(1) AS {_ROWS}"),
+                                        F.expr(f"max(`{TIME}`) AS {_END}"))
     last = f"max({_END})"
-    return per_shard.agg(F.struct(
-        F.expr(last).alias(_END),
-        F.expr(floor_div(floor_div(last, plan.tick), plan.span)).alias(_BLOCK),
-        F.collect_list(F.struct(_SITE, _ROWS)).alias(_ROWS))).scalar()
+    block = floor_div(floor_div(last, plan.tick), plan.span)
+    return per_shard.agg(F.expr(
+        f"struct({last} AS {_END}, {block} AS {_BLOCK}, "
+        f"collect_list(struct({_SITE}, {_ROWS})) AS {_ROWS})")).scalar()
 
 
-def _recent(good: DataFrame, plan: MergePlan, summary: Column) -> DataFrame:
+def _recent(good: DataFrame, plan: MergePlan, summary: Column, clock: EventTime) -> DataFrame:
     """The rows of the last ``lag + 1`` blocks, with their block.
 
     The subquery is written once, in a projection: an aggregate's arguments may not hold it
     (Spark counts it non-deterministic when the input's positions are), and Spark plans every
-    copy of it in an expression on its own (it runs identical ones once).
+    copy of it in an expression on its own (it runs identical ones once). Where the time
+    column can be compared as it is, the rows are first kept from the last blocks' first time
+    on by a filter Spark pushes into a Parquet scan (it skips the row groups before).
     """
     ended = good.select("*", summary.getField(_BLOCK).alias(_END))
-    kept = [c for c in good.columns if c != _DETAIL]
-    blocked = ended.select(*kept, _recent_block(plan, F.col(_END)).alias(_BLOCK))
-    return blocked.filter(F.col(_BLOCK).isNotNull())
+    width = plan.tick * plan.span
+    if _RAW in good.columns and width <= -_LONG_MIN - 1:
+        first_block = F.try_subtract(summary.getField(_BLOCK), F.lit(plan.lag))
+        start = F.coalesce(F.try_multiply(first_block, F.lit(width)), F.lit(_LONG_MIN))
+        # a pushed filter compares a column with a literal or a scalar subquery, nothing else
+        first = good.sparkSession.range(1).select(clock.first_value(start)).scalar()
+        ended = ended.filter(F.col(_RAW) >= first)
+    kept = [c for c in good.columns if c not in (_DETAIL, _RAW)]
+    blocked = ended.select(*kept, _recent_block(plan, _END).alias(_BLOCK))
+    return blocked.filter(f"{_BLOCK} IS NOT NULL")
 
 
-def _recent_block(plan: MergePlan, end_block: Column) -> Column:
-    """Each row's block if it is one of the last ``lag + 1``, else null."""
+def _recent_block(plan: MergePlan, end_block: str) -> Column:
+    """Each row's block if it is one of the last ``lag + 1``, else null (``end_block`` names
+    the column of the last block)."""
     width = plan.tick * plan.span
     if width > -_LONG_MIN - 1:  # blocks wider than the clock: only numbers tell them apart
-        block = block_of(TIME, plan)
-        return F.when(F.try_subtract(end_block, block) <= plan.lag, block)
+        block = floor_div(floor_div(f"`{TIME}`", plan.tick), plan.span)
+        return F.expr(f"CASE WHEN try_subtract({end_block}, {block}) <= {plan.lag} "
+                      f"THEN {block} END")
     # comparing a time with the blocks' first times costs two comparisons a row where a
     # block number costs divisions; a block whose first time lies below the smallest long
     # starts there
-    recent = None
+    cases = []
     for lag in range(plan.lag + 1):
-        block = F.try_subtract(end_block, F.lit(lag))
-        start = F.coalesce(F.try_multiply(block, F.lit(width)), F.lit(_LONG_MIN))
-        recent = (F if recent is None else recent).when(F.col(TIME) >= start, block)
-    return recent
+        block = f"try_subtract({end_block}, {lag})"
+        start = f"coalesce(try_multiply({block}, {width}), {_LONG_MIN}L)"
+        cases.append(f"WHEN `{TIME}` >= {start} THEN {block}")
+    return F.expr(f"CASE {' '.join(cases)} END")
 
 
 def _aggregated_parts(recent: DataFrame, plan: MergePlan) -> DataFrame:
     """The part of every (shard, block) of the last ``lag + 1`` blocks, built by the plan's SQL
     aggregate in the JVM from the rows of that block alone."""
     name, column, arguments = plan.aggregate
-    return recent.groupBy(_SITE, _BLOCK).agg(
-        F.call_function(name, F.col(column), *[F.lit(a) for a in arguments]).alias(_PART),
-        F.max(TIME).alias(_LAST))
+    call = ", ".join([f"`{column}`", *[_sql_literal(a) for a in arguments]])
+    return recent.groupBy(_SITE, _BLOCK).agg(F.expr(f"{name}({call}) AS {_PART}"),
+                                             F.expr(f"max(`{TIME}`) AS {_LAST}"))
+
+
+def _sql_literal(value: float | int) -> str:
+    """A SQL literal of ``value``'s type (a bare ``0.1`` is a decimal in Spark SQL).
+
+    Examples
+    --------
+    >>> _sql_literal(0.25), _sql_literal(1e-05), _sql_literal(7)
+    ('0.25D', '1e-05D', '7')
+    """
+    return f"{value!r}D" if isinstance(value, float) else str(int(value))
 
 
 def _python_parts(recent: DataFrame, factory: Callable[[], StreamOperator]) -> DataFrame:

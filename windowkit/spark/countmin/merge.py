@@ -66,12 +66,12 @@ def merge_count_min(snapshots: DataFrame) -> DataFrame:
     latest = latest_snapshots(snapshots)
     # One aggregation, so the snapshots are computed once; times stay in the JVM (pandas holds
     # nanoseconds and cannot hold a time in year 9999), only the sketches reach Python.
-    totals = latest.agg(F.count(F.lit(1)).alias("shards"), F.sum("n_seen").alias("n_seen"),
-                        F.max("time").alias("time"),
-                        F.sort_array(F.collect_list(F.struct(SHARD, "sketch"))
-                                     ).alias("wk_sketches"))
+    # SQL text: one expression costs one call to the JVM
+    totals = latest.agg(*[F.expr(e) for e in (
+        "count(1) AS shards", "sum(n_seen) AS n_seen", "max(`time`) AS `time`",
+        f"sort_array(collect_list(struct({SHARD}, sketch))) AS wk_sketches")])
     summed = _merge_udf()(F.col("wk_sketches.sketch")).alias("wk_merged")
-    return (totals.filter(F.col("shards") > 0).select("*", summed)
+    return (totals.filter("shards > 0").select("*", summed)
             .select("shards", "n_seen", "time", "wk_merged.*"))
 
 

@@ -30,6 +30,8 @@ _MID = "wk_cm_row"
 #: For unit="samples" one position is one millisecond of the operators' clock (µs): Spark's
 #: watermark moves in milliseconds, so a stream's watermark can then pass every position.
 POSITION_MICROS = 1000
+#: The time unit whose µs are :data:`POSITION_MICROS` (a sequence number read as a time).
+POSITION_UNIT = "ms"
 
 
 # ------------------------------------------------------------------ hashing

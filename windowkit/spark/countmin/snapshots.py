@@ -38,7 +38,9 @@ from windowkit.spark.countmin.sites import (
     _POS,
     DEFAULT_SHARDS,
     POSITION_MICROS,
+    POSITION_UNIT,
     SHARD,
+    _is_sequence,
     _prepare,
 )
 from windowkit.spark.event_time import TimeUnit, event_time
@@ -153,14 +155,27 @@ def windowed_count_min(
     shards = check_int("shards", DEFAULT_SHARDS if shards is None else shards, 1)
     prepared, key, site = _prepare(df, item, time, by, shards, unit, time_unit)
     item_col = F.col(item) if isinstance(item, str) else item
-    step = F.when(item_col.isNotNull(), F.col(_POS))
     inputs = {ITEM: key}
     # The site is the adapter's shard: each Spark group runs exactly one site's operator.
     job = OperatorJob(factory=functools.partial(make_operator, window, **params),
-                      inputs=inputs)
+                      inputs=inputs, valid=item_col.isNotNull())
+    step, step_unit = _step_column(df, time, unit, time_unit)
     out = run_operator(prepared, job, time=step, key=None, shards=shards, late=late,
-                       shard=site, time_unit="us")
+                       shard=site, time_unit=step_unit,
+                       times_like=event_time(prepared, _POS, "us"))
     return out.select(*_snapshot_columns(df, time, unit, time_unit))
+
+
+def _step_column(df: DataFrame, time: str | Column | None, unit: str,
+                 time_unit: str | None) -> tuple[str | Column, str]:
+    """The column (and its unit) whose µs are each row's step, ``_POS``: the user's own time
+    column where it is one (the adapter can then filter on it where it is read), else
+    ``_POS``."""
+    if time is not None and unit == "ticks":
+        return time, time_unit
+    if time is not None and _is_sequence(df, time, time_unit):
+        return time, POSITION_UNIT
+    return _POS, "us"
 
 
 def _snapshot_columns(df: DataFrame, time: str | Column | None, unit: str,
@@ -186,8 +201,10 @@ def latest_snapshots(snapshots: DataFrame) -> DataFrame:
     [Row(shard=0, seq=3, n_seen=10)]
     """
     if REJECTED in snapshots.columns:
-        snapshots = snapshots.filter(F.col(REJECTED).isNull())
-    newest = F.max_by(F.struct(*SNAPSHOT_COLUMNS), F.col("seq")).alias("s")
+        snapshots = snapshots.filter(f"{REJECTED} IS NULL")
+    # SQL text: one expression costs one call to the JVM
+    fields = ", ".join(f"`{c}`" for c in SNAPSHOT_COLUMNS)
+    newest = F.expr(f"max_by(struct({fields}), seq) AS s")
     return snapshots.groupBy(SHARD).agg(newest).select("s.*")
 
 
