@@ -95,16 +95,16 @@ def floor_div(column: str, divisor: int) -> str:
             f"IF(({column}) < 0 AND ({column}) % {divisor} != 0, 1, 0)")
 
 
-def block_of(column: str, plan: MergePlan) -> Column:
-    """The plan's block of a µs time column (by name).
+def block_of(column: str, plan: MergePlan) -> str:
+    """SQL for the plan's block of a µs time (``column`` is SQL text, e.g. a name).
 
     Examples
     --------
-    >>> df = spark.createDataFrame([(-1,), (25_000,)], "t long")
-    >>> df.select(block_of("t", MergePlan(1000, 10, 0)).alias("b")).collect()
+    >>> block = block_of("t", MergePlan(1000, 10, 0))
+    >>> spark.sql(f"SELECT {block} AS b FROM VALUES (-1), (25000) AS v(t)").collect()
     [Row(b=-1), Row(b=2)]
     """
-    return F.expr(floor_div(floor_div(column, plan.tick), plan.span))
+    return floor_div(floor_div(column, plan.tick), plan.span)
 
 
 def run_if_mergeable(
@@ -231,9 +231,8 @@ def _summary(good: DataFrame, plan: MergePlan) -> Column:
     per_shard = good.groupBy(_SITE).agg(F.expr(f"count(1) AS {_ROWS}"),
                                         F.expr(f"max(`{TIME}`) AS {_END}"))
     last = f"max({_END})"
-    block = floor_div(floor_div(last, plan.tick), plan.span)
     return per_shard.agg(F.expr(
-        f"struct({last} AS {_END}, {block} AS {_BLOCK}, "
+        f"struct({last} AS {_END}, {block_of(last, plan)} AS {_BLOCK}, "
         f"collect_list(struct({_SITE}, {_ROWS})) AS {_ROWS})")).scalar()
 
 
@@ -264,7 +263,7 @@ def _recent_block(plan: MergePlan, end_block: str) -> Column:
     the column of the last block)."""
     width = plan.tick * plan.span
     if width > -_LONG_MIN - 1:  # blocks wider than the clock: only numbers tell them apart
-        block = floor_div(floor_div(f"`{TIME}`", plan.tick), plan.span)
+        block = block_of(f"`{TIME}`", plan)
         return F.expr(f"CASE WHEN try_subtract({end_block}, {block}) <= {plan.lag} "
                       f"THEN {block} END")
     # comparing a time with the blocks' first times costs two comparisons a row where a
