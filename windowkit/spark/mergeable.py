@@ -130,12 +130,12 @@ def run_if_mergeable(
         text = F.lit("") if key is None else (F.col(key) if isinstance(key, str) else key)
         shard = F.pmod(F.hash(text.cast("string")), F.lit(shards))
     schema = job.spark_schema()
-    out = run_merged(df, job.factory, plan, schema, job.inputs, time=time,
-                     time_unit=time_unit, key=key, shard=shard,
+    clock = event_time(df, time, time_unit)
+    out = run_merged(df, job.factory, plan, schema, job.inputs, clock=clock, key=key,
+                     shard=shard,
                      original=job.detail if job.detail is not None else row_json(df),
                      valid=job.valid)
-    clock = times_like or event_time(df, time, time_unit)
-    return out.select(*_output_columns(job, schema, {}, clock, project))
+    return out.select(*_output_columns(job, schema, {}, times_like or clock, project))
 
 
 def run_merged(
@@ -145,8 +145,7 @@ def run_merged(
     schema: T.StructType,
     inputs: dict[str, Column],
     *,
-    time: str | Column,
-    time_unit: str | None,
+    clock: EventTime,
     key: str | Column | None,
     shard: Column,
     original: Column,
@@ -167,7 +166,7 @@ def run_merged(
         ``detail``.
     inputs : dict of str to Column
         The operator's input columns besides ``time`` (and ``key``).
-    time, time_unit
+    clock : EventTime
         The event time (see :mod:`windowkit.spark.event_time`).
     key : str, Column or None
         The operator's key column, None for none.
@@ -184,7 +183,6 @@ def run_merged(
         ``schema``'s columns, times as µs; rejected rows have only ``shard``, ``rejected`` and
         ``detail``.
     """
-    clock = event_time(df, time, time_unit)
     micros = clock.micros()
     key_col = None if key is None else (F.col(key) if isinstance(key, str) else key)
     malformed = micros.isNull()
