@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 
 import numpy as np
 import pandas as pd
@@ -716,3 +717,17 @@ def test_the_last_blocks_are_kept_where_the_file_is_read_issue35(spark, tmp_path
     _, in_memory = merged(spark.createDataFrame(pdf))
     assert from_file.asDict() == in_memory.asDict()
     assert from_file["n_seen"] == n
+
+
+@pytest.mark.parametrize(("shards", "shuffled"), [(2, False), (80, True)])
+def test_few_shards_rows_are_counted_without_a_shuffle_issue35(spark, capsys, shards,
+                                                              shuffled):
+    """The mergeable pass's summary counts the rows of a few shards by conditions in one
+    global aggregation (no exchange by shard); many shards are grouped by shard."""
+    from windowkit.spark.countmin import windowed_count_min
+
+    df = spark.createDataFrame([(i % 7, i) for i in range(200)], "item long, t long")
+    windowed_count_min(df, "item", "t", window=50, algorithm="simple", shards=shards).explain()
+    plan = capsys.readouterr().out
+    assert "count_if" in plan or shuffled
+    assert bool(re.search(r"hashpartitioning\(wk_site#\d+, \d+\)", plan)) == shuffled

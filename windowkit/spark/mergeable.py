@@ -60,6 +60,9 @@ _SUMMARY = "wk_summary"
 _DETAIL = "wk_detail"
 _RAW = "wk_raw_time"
 _LONG_MIN = -(2**63)
+#: Up to this many shards, the summary counts each shard's rows by a condition in one global
+#: aggregation; beyond, by a group by shard (a plan of thousands of conditions is slow to build).
+_COUNTED_BY_CONDITION = 64
 _PART_SCHEMA = T.StructType([T.StructField(_SITE, T.IntegerType()),
                              T.StructField(_BLOCK, T.LongType()),
                              T.StructField(_PART, T.BinaryType()),
@@ -132,7 +135,7 @@ def run_if_mergeable(
     schema = job.spark_schema()
     clock = event_time(df, time, time_unit)
     out = run_merged(df, job.factory, plan, schema, job.inputs, clock=clock, key=key,
-                     shard=shard,
+                     shard=shard, shards=shards,
                      original=job.detail if job.detail is not None else row_json(df),
                      valid=job.valid)
     return out.select(*_output_columns(job, schema, {}, times_like or clock, project))
@@ -150,6 +153,7 @@ def run_merged(
     shard: Column,
     original: Column,
     valid: Column | None = None,
+    shards: int | None = None,
 ) -> DataFrame:
     """Run a mergeable operator over a batch DataFrame (see the module docstring).
 
@@ -172,6 +176,8 @@ def run_merged(
         The operator's key column, None for none.
     shard : Column
         Each row's shard (an int).
+    shards : int, optional
+        The shards, ``shard`` lying in ``[0, shards)``; unknown if not given.
     original : Column
         A malformed row's JSON.
     valid : Column, optional
@@ -198,7 +204,7 @@ def run_merged(
         # the time column as it is: a filter on it reaches the file scan
         *([clock.column.alias(_RAW)] if clock.comparable else []))
     good = rows.filter(f"`{TIME}` IS NOT NULL")
-    summary = _summary(good, plan)
+    summary = _summary(good, plan, shards)
     recent = _recent(good, plan, summary, clock)
     # Parts are few (shards x blocks): one task gathers them with the summary and finishes
     # every shard, where a shuffle by shard and a join with the counts cost a stage each.
@@ -220,12 +226,20 @@ def run_merged(
     return finished.unionByName(malformed_rows, allowMissingColumns=True)
 
 
-def _summary(good: DataFrame, plan: MergePlan) -> Column:
+def _summary(good: DataFrame, plan: MergePlan, shards: int | None) -> Column:
     """The input's last time, its block and every shard's rows: one scalar subquery, run once
     before the plan's other jobs; it reads only what decides whether a row counts, its time
     and its shard, in a code-generated aggregation."""
     # SQL text: one expression costs one call to the JVM, where pyspark's functions cost one
     # or more each
+    if shards is not None and shards <= _COUNTED_BY_CONDITION:
+        # one global aggregation of conditional counts: no shuffle by shard, no second stage
+        last = f"max(`{TIME}`)"
+        counts = ", ".join(f"struct({s} AS {_SITE}, count_if({_SITE} = {s}) AS {_ROWS})"
+                           for s in range(shards))
+        return good.agg(F.expr(
+            f"struct({last} AS {_END}, {block_of(last, plan)} AS {_BLOCK}, "
+            f"filter(array({counts}), c -> c.{_ROWS} > 0) AS {_ROWS})")).scalar()
     per_shard = good.groupBy(_SITE).agg(F.expr(f"count(1) AS {_ROWS}"),
                                         F.expr(f"max(`{TIME}`) AS {_END}"))
     last = f"max({_END})"
