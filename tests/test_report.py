@@ -336,3 +336,26 @@ def test_each_section_runs_few_spark_jobs_issue38(spark, report):
     findings = {s.name: jobs[s.name] for s in summary.steps
                 if s.function in ONE_ROW_PER_FINDING and s.result is not None}
     assert len(findings) >= 4 and max(findings.values()) <= 2, findings
+
+
+def test_fill_section_runs_no_technique_issue38(report, monkeypatch):
+    """The fill section reads what the run wrote (the frames, the rows attached to them):
+    ``fill_frames`` refusing to run changes none of its numbers."""
+    import functools
+
+    import windowkit.spark as W
+    from windowkit.report.steps import step_section
+    from windowkit.spark import fill
+
+    @functools.wraps(fill.fill_frames)
+    def refuse(*args, **kwargs):
+        msg = "the report ran fill_frames again"
+        raise AssertionError(msg)
+
+    monkeypatch.setattr(W, "fill_frames", refuse)
+    monkeypatch.setattr(fill, "fill_frames", refuse)
+    summary, _, _, page = report
+    section = step_section(_step(summary, "loss with bgp"), summary)
+    assert section.error == "" and section.figure is not None
+    shown = {h.name: h.value for h in section.headlines}
+    assert shown == {k: int(float(v)) for k, v in page.steps["loss with bgp"]["headlines"].items()}

@@ -1,8 +1,10 @@
 """The report of a ``fill_frames`` step: frames on a timeline, the rows they were filled with.
 
-The counts come from the step's own inputs: ``fill_frames`` is run again with one aggregate,
-the rows each frame meets, so frames that met no row are counted too (whether the step
-attached rows or aggregated them).
+The counts come from what the run already wrote, never from running ``fill_frames`` again:
+the frames to fill are the step's ``input`` (those of the filled ``statuses``), each with the
+rows the step attached to it, so frames that met no row are counted too. A step that
+aggregated its rows (``aggregates``) gives one row per frame and no row count: its section
+shows the frames, and no count of rows attached.
 """
 
 from __future__ import annotations
@@ -31,7 +33,10 @@ HISTOGRAM_BINS = 240
 #: figure width, with a margin), so that labels of neighbouring frames do not run together.
 CHAR_WIDTH = 0.0075
 #: Parameters of fill_frames that shape the join (``aggregates`` is the step's own business).
-_JOIN_PARAMS = ("time", "by", "before", "after", "statuses", "bucket", "time_unit")
+_STATUSES = ("final",)
+#: Columns that tell one frame row from another in a frames output and in what fill_frames
+#: attached to it (a fragment of a frame is told apart by its ``status`` and ``last``).
+_FRAME_IDENTITY = ("frame_id", "start", "status", "last")
 
 
 def fill_section(step: StepRun) -> sec.Section:
@@ -56,43 +61,70 @@ def fill_section(step: StepRun) -> sec.Section:
         return sec.Section(error="the step has no `input` frames or no `data` rows")
     args = step.arguments
     by, unit = args.get("by"), args.get("time_unit")
-    counted = frame_counts(frames, data, args)
+    counted = frame_counts(frames, step.result, args)
     end = F.coalesce(time_micros(counted, "end", unit), time_micros(counted, "last", unit) + 1)
-    # the join runs once, its few columns per frame read in one job; the rest is pandas
+    # one job: a frame's few columns; the rest is pandas
     per_frame = counted.select(
         (F.col(by) if by else F.lit(None).cast("string")).alias("key"),
         time_micros(counted, "start", unit).alias("start"), end.alias("end"),
         F.col(_ROWS).alias("rows")).toPandas()
-    rows = per_frame["rows"].fillna(0).astype("int64")
-    headlines = [
-        sec.count("frames", "frames to fill", len(per_frame)),
-        sec.count("frames_filled", "frames filled", int((rows > 0).sum())),
-        sec.count("rows_attached", "rows attached", int(rows.sum())),
-        sec.count("frames_empty", "frames with no rows", int((rows == 0).sum())),
-    ]
-    if not rows.sum() and is_empty(step.result):
+    rows = per_frame["rows"]
+    known = bool(len(rows)) and bool(rows.notna().all())
+    rows = rows.fillna(0).astype("int64")
+    headlines = [sec.count("frames", "frames to fill", len(per_frame))]
+    if not aggregated(args):
+        headlines += [
+            sec.count("frames_filled", "frames filled", int((rows > 0).sum())),
+            sec.count("rows_attached", "rows attached", int(rows.sum())),
+            sec.count("frames_empty", "frames with no rows", int((rows == 0).sum())),
+        ]
+    if not len(per_frame) or (not rows.sum() and is_empty(step.result)):
         return sec.Section(headlines, note="no rows: no frame was filled")
-    figure = _figure(step, data, per_frame.assign(rows=rows))
+    figure = _figure(step, data, per_frame.assign(rows=rows), known)
     return sec.Section(headlines, figure)
 
 
-def frame_counts(frames: DataFrame, data: DataFrame, params: dict[str, Any]) -> DataFrame:
-    """Each frame the step fills, with ``wk_rows``, the filler rows it meets (0 for none).
+def aggregated(params: dict[str, Any]) -> bool:
+    """Whether the step aggregated each frame's rows (one row per frame) rather than attach
+    them.
 
     Examples
     --------
-    >>> frames = spark.createDataFrame([(0, 10, 20, 15, "final"), (1, 50, 60, 55, "final")],
-    ...     "frame_id long, start long, end long, last long, status string")
-    >>> data = spark.createDataFrame([(t,) for t in (12, 18, 19)], "t long")
-    >>> sorted(tuple(r) for r in frame_counts(frames, data, {"time": "t", "before": "0 s",
-    ...        "time_unit": "s"}).select("frame_id", "wk_rows").collect())
+    >>> aggregated({"aggregates": {"n": "count(*)"}}), aggregated({"time": "t"})
+    (True, False)
+    """
+    return params.get("aggregates") is not None
+
+
+def frame_counts(frames: DataFrame, filled: DataFrame | None, params: dict[str, Any]
+                 ) -> DataFrame:
+    """Each frame the step fills, with ``wk_rows``, the rows the step attached to it (0 for
+    none; null when it aggregated them), from its written input and output alone.
+
+    Examples
+    --------
+    >>> frames = spark.createDataFrame([(0, 10, 20, 15, "final"), (1, 50, 60, 55, "final"),
+    ...     (2, 70, None, 72, "partial")], "frame_id long, start long, end long, last long, "
+    ...     "status string")
+    >>> filled = spark.createDataFrame([(0, 10, 20, 15, "final", t) for t in (12, 18, 19)],
+    ...     "frame_id long, start long, end long, last long, status string, t long")
+    >>> sorted(tuple(r) for r in frame_counts(frames, filled, {"time": "t"}).select(
+    ...        "frame_id", "wk_rows").collect())
     [(0, 3), (1, 0)]
     """
-    from windowkit.spark import fill_frames
-
-    kwargs = {k: params[k] for k in _JOIN_PARAMS if k in params}
-    counts = fill_frames(frames, data, aggregates={_ROWS: F.count(F.lit(1))}, **kwargs)
-    return counts.filter(F.col("rejected").isNull())  # rejected filler rows are no frame
+    statuses = list(params.get("statuses") or _STATUSES)
+    if aggregated(params) and filled is not None:
+        # one row per frame already, frames without rows included
+        return filled.filter(F.col("status").isin(statuses)).withColumn(
+            _ROWS, F.lit(None).cast("long"))
+    by = params.get("by")
+    identity = [c for c in (by, *_FRAME_IDENTITY) if c and c in frames.columns]
+    wanted = frames.filter(F.col("status").isin(statuses))
+    if filled is None:
+        return wanted.withColumn(_ROWS, F.lit(0).cast("long"))
+    attached = filled.groupBy(*identity).agg(F.count(F.lit(1)).alias(_ROWS))
+    met = wanted.join(attached, identity, "left")
+    return met.withColumn(_ROWS, F.coalesce(F.col(_ROWS), F.lit(0).cast("long")))
 
 
 def plot_fill(frames: pd.DataFrame, rows: pd.DataFrame, attached: pd.DataFrame,
@@ -131,10 +163,11 @@ def plot_fill(frames: pd.DataFrame, rows: pd.DataFrame, attached: pd.DataFrame,
             histtype="stepfilled", alpha=0.8)
     top = ax.get_ylim()[1]
     ax.set_ylim(0, top * 1.45)  # room above the bars for the frames' labels
-    texts = [f"{n:,}" for n in frames["rows"]]
+    # a step that aggregated its rows gives no count to label a frame with
+    texts = [f"{n:,}" for n in frames["rows"]] if "rows" in frames else []
     middles = (at["start"] + at["end"]) / 2
     width = CHAR_WIDTH * (x_hi - x_lo)
-    for text, middle, row in zip(texts, middles,
+    for text, middle, row in zip(texts, middles[:len(texts)],
                                  label_rows(middles, [width * (len(t) + 1) for t in texts]),
                                  strict=True):
         if row is not None:
@@ -168,12 +201,13 @@ def label_rows(middles, widths, rows: int = 3) -> list[int | None]:
     return out
 
 
-def _figure(step: StepRun, data: DataFrame, per_frame: pd.DataFrame) -> sec.Figure:
+def _figure(step: StepRun, data: DataFrame, per_frame: pd.DataFrame, known: bool = True
+            ) -> sec.Figure:
     params = step.arguments
     by, unit, time = params.get("by"), params.get("time_unit"), params["time"]
     busiest = None
     if by:
-        busiest = top_key(per_frame["key"], weight=per_frame["rows"])
+        busiest = top_key(per_frame["key"], weight=per_frame["rows"] if known else None)
         per_frame = per_frame[per_frame["key"] == busiest]
         data = data.filter(F.col(by) == F.lit(busiest))
     before, after = _shift(params, "before"), _shift(params, "after")
@@ -185,17 +219,21 @@ def _figure(step: StepRun, data: DataFrame, per_frame: pd.DataFrame) -> sec.Figu
     times = series(nearby, time_micros(nearby, time, unit), F.lit(1.0))["t"].to_numpy()
     table = pd.DataFrame({
         "start": as_datetime(shown["start"]), "end": as_datetime(shown["end"]),
-        "lo": as_datetime(lo), "hi": as_datetime(hi), "rows": shown["rows"].astype("int64")})
+        "lo": as_datetime(lo), "hi": as_datetime(hi)})
     name = f"{by} = {busiest}" if by else "all keys"
+    title, chosen = f"{name}: {len(table)} frames", "the key with the most frames)"
+    if known:
+        table["rows"] = shown["rows"].astype("int64").to_numpy()
+        title += f", {int(table['rows'].sum()):,} rows attached"
+        chosen = "the key with the most rows attached), each labelled with its rows where "\
+                 "there is room"
     png = plot_fill(table, pd.DataFrame({"time": as_datetime(times)}),
-                    pd.DataFrame({"time": as_datetime(times[_inside(times, lo, hi)])}),
-                    f"{name}: {len(table)} frames, {int(table['rows'].sum()):,} rows attached")
+                    pd.DataFrame({"time": as_datetime(times[_inside(times, lo, hi)])}), title)
     return sec.Figure(
         png,
         alt=f"Timeline of the frames of {name} with the filler rows of "
             f"{step.input_names.get('data', 'data')} as ticks",
-        caption=f"The frames of {name} (the key with the most rows attached), each labelled "
-                "with its rows where there is room; below: the key's filler rows over time, "
+        caption=f"The frames of {name} ({chosen}; below: the key's filler rows over time, "
                 "orange those a frame took",
     )
 
