@@ -47,19 +47,21 @@ def multi_granular_section(step: StepRun) -> sec.Section:
     """
     key = step.arguments.get("by") or "key"
     result = step.result
-    stats = level_stats(result, key)
+    columns = [] if result is None else result.columns
+    measure = next((c for c in PREFERRED if c in columns),
+                   next((c for c in columns if c.startswith("distinct")), None))
+    by = step.arguments.get("by") and key in columns
+    stats = level_stats(result, key, peak=measure if by else None)
     headlines = level_headlines(stats)
     if not stats["reports"]:
         return sec.Section(headlines, note="no rows: no report")
-    measure = next((c for c in PREFERRED if c in result.columns),
-                   next((c for c in result.columns if c.startswith("distinct")), None))
     if measure is None:
         return sec.Section(headlines, note="no aggregate column to draw")
-    busiest = peak_key(result, key, measure) if step.arguments.get("by") else None
-    rows = result.filter(F.col(key) == F.lit(busiest)) if step.arguments.get("by") else result
+    busiest = stats["peak"] if by else None
+    rows = result.filter(F.col(key) == F.lit(busiest)) if by else result
     lines = level_lines(rows, F.col(measure), reduce="max",
-                        silent=0.0 if measure in ADDITIVE else None)
-    name = f"{key} = {busiest}" if step.arguments.get("by") else "the stream"
+                        silent=0.0 if measure in ADDITIVE else None, levels=stats["per_level"])
+    name = f"{key} = {busiest}" if by else "the stream"
     value = step.arguments.get("value")
     ylabel = f"{measure} of {value}" if isinstance(value, str) and measure != "count" else measure
     png = plot_levels(lines, ylabel, f"{ylabel}, {name}, per level",
@@ -69,21 +71,6 @@ def multi_granular_section(step: StepRun) -> sec.Section:
         caption=f"The {measure} of {name}, the key of the highest {measure} of any window, at "
                 "each report over the whole run, one line per level (range / slide)"
                 + ("; 0 where the key has no report" if measure in ADDITIVE else "")))
-
-
-def peak_key(result: DataFrame, key: str, measure: str) -> Any:
-    """The key of the report with the highest ``measure`` (ties: the smallest key): the one
-    whose burst a plot of it shows.
-
-    Examples
-    --------
-    >>> df = spark.createDataFrame([("a", 5), ("a", 4), ("b", 9)], "k string, count long")
-    >>> peak_key(df, "k", "count")
-    'b'
-    """
-    row = (result.filter(F.col(key).isNotNull() & F.col(measure).isNotNull())
-           .orderBy(F.col(measure).desc(), F.col(key).asc()).select(key).first())
-    return None if row is None else row[key]
 
 
 def recurring_items_section(step: StepRun) -> sec.Section:
@@ -118,29 +105,54 @@ def recurring_items_section(step: StepRun) -> sec.Section:
         caption="How many (key, item) pairs recur at each report of each level"))
 
 
-def level_stats(result: DataFrame | None, key: str, items: str | None = None
-                ) -> dict[str, Any]:
-    """Levels, reports, keys, distinct ``items`` if named, and the first and last report time
-    (µs) of a multi-granular result, in one Spark aggregation.
+def level_stats(result: DataFrame | None, key: str, items: str | None = None,
+                peak: str | None = None) -> dict[str, Any]:
+    """Levels, reports, keys, distinct ``items`` if named, the first and last report time
+    (µs), each level's ``per_level`` row (``level``, ``range``, ``slide``, its first and last
+    report ``lo``, ``hi``) and with ``peak`` the key of the report of highest ``peak`` (ties:
+    the smallest key), from two Spark actions over a multi-granular result.
 
     Examples
     --------
     >>> import datetime as dt
     >>> t = dt.datetime(1970, 1, 1)
-    >>> df = spark.createDataFrame([("a", 0, t), ("a", 1, t), ("b", 1, t)],
-    ...                            "k string, level long, window_end timestamp")
-    >>> level_stats(df, "k")
-    {'levels': 2, 'reports': 3, 'keys': 2, 'items': 0, 'first': 0, 'last': 0}
+    >>> df = spark.createDataFrame([("a", 0, 60, 1, t, 5), ("a", 1, 60, 1, t, 4),
+    ...     ("b", 1, 60, 1, t, 9)], "k string, level long, range long, slide long, "
+    ...     "window_end timestamp, count long")
+    >>> stats = level_stats(df, "k", peak="count")
+    >>> {k: v for k, v in stats.items() if k != "per_level"}
+    {'levels': 2, 'reports': 3, 'keys': 2, 'items': 0, 'first': 0, 'last': 0, 'peak': 'b'}
+    >>> [(r["level"], r["lo"], r["hi"]) for r in stats["per_level"]]
+    [(0, 0, 0), (1, 0, 0)]
     """
-    stats = {"levels": 0, "reports": 0, "keys": 0, "items": 0, "first": None, "last": None}
-    if result is not None:
-        extra = [F.count_distinct(items).alias("items")] if items else []
-        end = time_micros(result, "window_end")
-        stats.update(result.agg(F.count_distinct("level").alias("levels"),
-                                F.count(F.lit(1)).alias("reports"),
-                                F.count_distinct(key).alias("keys"), *extra,
-                                F.min(end).alias("first"), F.max(end).alias("last"),
-                                ).first().asDict())
+    stats: dict[str, Any] = {"levels": 0, "reports": 0, "keys": 0, "items": 0, "first": None,
+                             "last": None, "peak": None, "per_level": []}
+    if result is None:
+        return stats
+    end = time_micros(result, "window_end")
+    groups = [c for c in ("level", "range", "slide") if c in result.columns]
+    exprs = [F.count(F.lit(1)).alias("n"), F.min(end).alias("lo"), F.max(end).alias("hi")]
+    if peak is not None:
+        # the smallest (-peak, key): the highest value, ties to the smallest key
+        ranked = F.when(F.col(key).isNotNull() & F.col(peak).isNotNull(),
+                        F.struct((-F.col(peak).cast("double")).alias("v"),
+                                 F.col(key).alias("k")))
+        exprs.append(F.min(ranked).alias("peak"))
+    rows = result.groupBy(*groups).agg(*exprs).orderBy(*groups).collect()
+    if not rows:
+        return stats
+    distinct = [F.count_distinct(key).alias("keys")]
+    distinct += [F.count_distinct(items).alias("items")] if items else []
+    # apart from the levels' query: joined to it, Spark ran more jobs than both alone
+    counted = result.agg(*distinct).first()
+    peaks = [r["peak"] for r in rows if peak is not None and r["peak"] is not None]
+    los = [r["lo"] for r in rows if r["lo"] is not None]
+    his = [r["hi"] for r in rows if r["hi"] is not None]
+    stats.update(levels=sum(r["level"] is not None for r in rows) if "level" in groups else 0,
+                 reports=sum(r["n"] for r in rows), keys=counted["keys"],
+                 items=counted["items"] if items else 0,
+                 first=min(los) if los else None, last=max(his) if his else None,
+                 peak=min(peaks)["k"] if peaks else None, per_level=rows)
     return stats
 
 
@@ -160,12 +172,14 @@ def level_headlines(stats: dict[str, Any], items: bool = False) -> list[sec.Head
     return out
 
 
-def level_lines(rows: DataFrame, value: Column, *, reduce: str, silent: float | None = None
-                ) -> dict[str, pd.DataFrame]:
+def level_lines(rows: DataFrame, value: Column, *, reduce: str, silent: float | None = None,
+                levels: list[Any] | None = None) -> dict[str, pd.DataFrame]:
     """Per level (labelled ``range / slide``), the ``(t, value)`` series at its reports'
-    ``window_end``, each reduced in Spark to a bounded number of points (two Spark jobs for
-    all levels); where reports skip a slide, the line breaks, or drops to ``silent`` (0 for a
-    count: no row, no connection).
+    ``window_end``, each reduced in Spark to a bounded number of points (one action for all
+    levels, and one more to find the levels unless ``levels`` gives them: rows with
+    ``level``, ``range``, ``slide`` and the first and last report ``lo`` and ``hi``, µs, as
+    :func:`level_stats` gives them); where reports skip a slide, the line breaks, or drops to
+    ``silent`` (0 for a count: no row, no connection).
 
     Examples
     --------
@@ -179,17 +193,19 @@ def level_lines(rows: DataFrame, value: Column, *, reduce: str, silent: float | 
     points = rows.select("level", "range", "slide",
                          time_micros(rows, "window_end").alias("t"),
                          value.cast("double").alias("value")).filter(F.col("t").isNotNull())
-    levels = points.groupBy("level", "range", "slide").agg(
-        F.min("t").alias("lo"), F.max("t").alias("hi"), F.count(F.lit(1)).alias("n")
-    ).orderBy("level").collect()
+    if levels is None:
+        levels = points.groupBy("level", "range", "slide").agg(
+            F.min("t").alias("lo"), F.max("t").alias("hi")).orderBy("level").collect()
+    levels = [level for level in levels if level["lo"] is not None]
     if not levels:
         return {}
-    # one job for every level: a level of more than MAX_POINTS reports is reduced to one
-    # point per bucket of its own width, a shorter one keeps each report (1 µs buckets)
+    # one job for every level: a level whose span holds more than MAX_POINTS slides (a key
+    # reports at most once a slide) is reduced to one point per bucket of its own width, a
+    # shorter one keeps each report (1 µs buckets)
     lo, width = F.lit(None).cast("long"), F.lit(None).cast("long")
     for level in levels:
-        wide = 1 if level["n"] <= MAX_POINTS else -(-(level["hi"] - level["lo"] + 1)
-                                                    // MAX_POINTS)
+        span = level["hi"] - level["lo"] + 1
+        wide = 1 if span <= MAX_POINTS * level["slide"] else -(-span // MAX_POINTS)
         mine = F.col("level") == F.lit(level["level"])
         lo, width = (F.when(mine, F.lit(level["lo"])).otherwise(lo),
                      F.when(mine, F.lit(wide)).otherwise(width))
