@@ -93,12 +93,13 @@ def recurring_items_section(step: StepRun) -> sec.Section:
     """
     key = step.arguments.get("by") or "key"
     result = step.result
-    headlines = level_headlines(level_stats(result, key, items="item"), items=True)
+    stats = level_stats(result, key, items="item")
+    headlines = level_headlines(stats, items=True)
     if not headlines[1].value:
         return sec.Section(headlines, note="no rows: no item recurred")
     per_report = result.groupBy("level", "range", "slide", "window_end").agg(
         F.count(F.lit(1)).alias("wk_items"))
-    lines = level_lines(per_report, F.col("wk_items"), reduce="max")
+    lines = level_lines(per_report, F.col("wk_items"), reduce="max", levels=stats["per_level"])
     png = plot_levels(lines, "recurring items", "recurring items per report, all keys")
     return sec.Section(headlines, sec.Figure(
         png, alt="Line chart of the number of recurring items at each report, one line per level",
