@@ -287,7 +287,7 @@ def test_last_window_counts_are_the_sketched_window(spark, window):
     """The report's true counts cover the window the step sketched: a Perfect sketch wide
     enough to have no collision estimates exactly them (ticks of event time, and samples
     ranked by event time)."""
-    from windowkit.report.countmin import last_window_counts
+    from windowkit.report.countmin import _steps, _with_last_step, last_window_counts
     from windowkit.spark import estimate_frequency, merge_count_min, windowed_count_min
 
     rng = np.random.default_rng(4)
@@ -303,6 +303,8 @@ def test_last_window_counts_are_the_sketched_window(spark, window):
     est = estimate_frequency(merged, items, "item").toPandas().set_index("item")["estimate"]
     truth = last_window_counts(df, params).toPandas().set_index("item")["true_count"]
     assert truth.sum() == merged.first()["window_count"] > 0
+    # the section takes the last step from the latest snapshot, not from a scan of the input
+    assert _with_last_step(merged, params).first()["wk_last"] == _steps(df, params)[1]
     pd.testing.assert_series_equal(truth.reindex(est.index, fill_value=0), est,
                                    check_names=False)
 
@@ -338,13 +340,13 @@ def test_each_section_runs_few_spark_jobs_issue38(spark, report):
     assert len(findings) >= 4 and max(findings.values()) <= 2, findings
 
 
-def test_fill_section_runs_no_technique_issue38(report, monkeypatch):
-    """The fill section reads what the run wrote (the frames, the rows attached to them):
-    ``fill_frames`` refusing to run changes none of its numbers."""
+@pytest.fixture
+def refuse_fill_frames(monkeypatch):
+    """A function that makes ``fill_frames`` refuse to run from then on: a report section
+    that runs it again fails."""
     import functools
 
     import windowkit.spark as W
-    from windowkit.report.steps import step_section
     from windowkit.spark import fill
 
     @functools.wraps(fill.fill_frames)
@@ -352,10 +354,63 @@ def test_fill_section_runs_no_technique_issue38(report, monkeypatch):
         msg = "the report ran fill_frames again"
         raise AssertionError(msg)
 
-    monkeypatch.setattr(W, "fill_frames", refuse)
-    monkeypatch.setattr(fill, "fill_frames", refuse)
+    def start() -> None:
+        monkeypatch.setattr(W, "fill_frames", refuse)
+        monkeypatch.setattr(fill, "fill_frames", refuse)
+
+    return start
+
+
+def test_fill_section_runs_no_technique_issue38(report, refuse_fill_frames):
+    """The fill section reads what the run wrote (the frames, the rows attached to them):
+    ``fill_frames`` refusing to run changes none of its numbers."""
+    from windowkit.report.steps import step_section
+
+    refuse_fill_frames()
     summary, _, _, page = report
     section = step_section(_step(summary, "loss with bgp"), summary)
     assert section.error == "" and section.figure is not None
     shown = {h.name: h.value for h in section.headlines}
     assert shown == {k: int(float(v)) for k, v in page.steps["loss with bgp"]["headlines"].items()}
+
+
+def test_fill_section_of_aggregated_frames_runs_no_technique_issue38(spark, refuse_fill_frames):
+    """A fill step with ``aggregates`` wrote one row per frame it filled (frames without rows
+    too) and no count of rows: its section counts those frames and draws them, without running
+    ``fill_frames`` again; a step that attached no row to any frame says so."""
+    from pyspark.sql import functions as F
+
+    from windowkit.report.steps import step_section
+    from windowkit.spark import fill_frames, split_filled
+
+    frames = spark.createDataFrame(
+        [("r1", 0, 100, 200, 190, "final"), ("r1", 1, 400, 500, 490, "final"),
+         ("r1", 2, 700, None, 720, "partial"), ("r2", 0, 100, 300, 290, "final")],
+        "router string, frame_id long, start long, end long, last long, status string")
+    bgp = spark.createDataFrame([("r1", t) for t in (90, 120, 150, 650)]
+                                + [("r2", t) for t in (110, 290)], "router string, t long")
+    params = {"time": "t", "by": "router", "time_unit": "s", "before": "20 seconds"}
+    filled, _ = split_filled(fill_frames(frames, bgp, aggregates={"n": F.count("t")},
+                                         **params))
+    final = frames.filter("status = 'final'").count()
+    counts = sorted(r["n"] for r in filled.collect())
+    assert counts == [0, 2, 3]  # a frame without rows is there too
+    stray = bgp.filter("t = 650")  # in no final frame
+    none_attached, _ = split_filled(fill_frames(frames, stray, **params))
+    refuse_fill_frames()
+    step = StepRun("bgp per frame", "fill_frames",
+                   {**params, "aggregates": {"n": "count(t)"}},  # as a pipeline file gives it
+                   {"input": frames, "data": bgp}, {"input": "loss", "data": "bgp"}, filled,
+                   rows_out=len(counts))
+    section = step_section(step)
+    assert section.error == "" and section.figure is not None
+    assert {h.name: h.value for h in section.headlines} == {"rows_out": 3, "frames": final}
+    assert "r1" in section.figure.caption  # the key with the most frames
+    # rows attached one by one, none of them in a frame: every frame counted, none filled
+    empty = StepRun("bgp rows", "fill_frames", params, {"input": frames, "data": stray},
+                    {"input": "loss", "data": "bgp"}, none_attached)
+    section = step_section(empty)
+    assert section.error == "" and section.figure is None and "no rows" in section.note
+    assert {h.name: h.value for h in section.headlines} == {
+        "rows_out": 0, "frames": final, "frames_filled": 0, "rows_attached": 0,
+        "frames_empty": final}

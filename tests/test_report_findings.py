@@ -146,3 +146,33 @@ def test_the_console_sink_and_the_runs_time_issue38(spark, tmp_path, capsys):
     assert "dst" in header and "view" not in header and "shard" not in header
     assert "3.01" in shown
     assert not re.search(r"\d\.\d*(0{6,}|9{6,})\d", shown), shown
+
+
+def test_figures_are_drawn_one_at_a_time_while_sections_build_at_once_issue38():
+    """Sections are built in threads and pyplot is not thread-safe: a figure waits until the
+    one being drawn is saved."""
+    import threading
+
+    from windowkit.report.figures import drawn
+
+    inside, release, second_in = threading.Event(), threading.Event(), threading.Event()
+
+    @drawn
+    def first() -> None:
+        inside.set()
+        assert release.wait(30)
+
+    @drawn
+    def second() -> None:
+        second_in.set()
+
+    one = threading.Thread(target=first)
+    one.start()
+    assert inside.wait(30)
+    two = threading.Thread(target=second)
+    two.start()
+    assert not second_in.wait(0.5)  # still drawing the first
+    release.set()
+    one.join(30)
+    two.join(30)
+    assert second_in.is_set()

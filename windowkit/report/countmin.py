@@ -6,13 +6,14 @@ The step's result is the sites' sketch snapshots. The coordinator's view
 ``groupBy(item).count()`` over the input's last window, its steps found the way the step
 found them (:func:`~windowkit.spark.countmin.count_min_sites`: positions for
 ``unit="samples"``, ``time // tick`` for ``unit="ticks"``; the window is the ``window`` steps
-up to the last one). Heavy hitters are :func:`~windowkit.spark.heavy_hitters` on the latest
-view with ``phi`` (that of a ``heavy_hitters`` step reading this one, else
-:data:`DEFAULT_PHI`).
+up to the last one, the step of the sketch's latest snapshot). Heavy hitters are
+:func:`~windowkit.spark.heavy_hitters` on the latest view with ``phi`` (that of a
+``heavy_hitters`` step reading this one, else :data:`DEFAULT_PHI`).
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,8 @@ from pyspark.sql import functions as F
 
 from windowkit.core.durations import to_micros
 from windowkit.report import section as sec
-from windowkit.report.figures import BLUE, ORANGE, empty_note, subplots, to_png
+from windowkit.report.collect import time_micros
+from windowkit.report.figures import BLUE, ORANGE, drawn, empty_note, subplots, to_png
 from windowkit.report.model import RunSummary, StepRun
 
 DEFAULT_PHI = 0.01
@@ -61,11 +63,12 @@ def count_min_section(step: StepRun, phi: float | None = None,
     phi = DEFAULT_PHI if phi is None else float(phi)
     if df is None or not isinstance(item, str):
         return sec.Section(error="the step has no `input` or no `item` column name")
-    counts = counted_once(df, args)
-    merged = None if result is None else merge_count_min(result).first()
+    merged = None if result is None else _with_last_step(merge_count_min(result), args).first()
     if merged is None:
+        counts = counted_once(df, args)
         return sec.Section(_headlines(None, int((counts["true_count"] > 0).sum()), None, phi,
                                       None), note="no rows: no sketch snapshot")
+    counts = counted_once(df, args, last=merged["wk_last"])
     window_count, threshold = merged["window_count"], phi * merged["window_count"]
     # the merged sketch is in the driver and every distinct item's key came with its count:
     # the estimates are the sketch's own (what estimate_frequency computes), with no Spark job
@@ -114,17 +117,21 @@ def heavy_hitters_section(step: StepRun, upstream: StepRun | None = None,
     result = step.result
     if result is None or item not in result.columns:
         return sec.Section(error=f"the step's rows have no `{item}` column")
-    last = result.agg(F.max("view")).first()[0]
-    if last is None:
-        return sec.Section(_hitter_headlines(0, None, None, None), note="no rows: no item "
-                           "reached the threshold")
-    latest = result.filter(F.col("view") == F.lit(last))
     if upstream is None and summary is not None:
         upstream = next((s for s in summary.steps
                          if s.name == step.input_names.get("input")), None)
+    # one action: the latest view's rows (a scalar subquery finds it), each with its step
+    latest = result.filter(F.col("view") == result.select(F.max("view")).scalar())
+    if upstream is not None:
+        latest = _with_last_step(latest, upstream.arguments)
     shown = latest.toPandas()
+    if not len(shown):
+        return sec.Section(_hitter_headlines(0, None, None, None), note="no rows: no item "
+                           "reached the threshold")
+    last = shown.pop("wk_last").iloc[0] if "wk_last" in shown else None
     if upstream is not None and upstream.inputs.get("input") is not None:
-        counts = counted_once(upstream.inputs["input"], upstream.arguments)
+        counts = counted_once(upstream.inputs["input"], upstream.arguments,
+                              last=None if pd.isna(last) else int(last))
         # an item with no row in the last window has no true count there (as a join with
         # the window's counts leaves it)
         window = counts.loc[counts["true_count"] > 0, [item, "true_count"]]
@@ -178,11 +185,13 @@ def _hitter_headlines(hitters: int, window_count: float | None, threshold: float
 #: last window, computed once: a Count-Min step's section and its heavy hitters' section both
 #: read them. Each entry keeps its input, so the input's ``id`` cannot be reused while the
 #: entry lives.
-_COUNTED: dict[tuple[int, str], tuple[DataFrame, pd.DataFrame]] = {}
+_COUNTED: dict[tuple[int, str, int | None], tuple[DataFrame, pd.DataFrame]] = {}
+_COUNTING = threading.Lock()
 
 
-def counted_once(df: DataFrame, args: dict[str, Any]) -> pd.DataFrame:
-    """:func:`item_counts`, computed once per input and parameters.
+def counted_once(df: DataFrame, args: dict[str, Any], last: int | None = None
+                 ) -> pd.DataFrame:
+    """:func:`item_counts`, computed once per input, parameters and ``last`` step.
 
     Examples
     --------
@@ -191,18 +200,22 @@ def counted_once(df: DataFrame, args: dict[str, Any]) -> pd.DataFrame:
     >>> counted_once(df, args) is counted_once(df, dict(args))
     True
     """
-    key = (id(df), repr(sorted((k, repr(v)) for k, v in args.items())))
-    if key not in _COUNTED:
-        if len(_COUNTED) >= 4:
-            _COUNTED.pop(next(iter(_COUNTED)))
-        _COUNTED[key] = (df, item_counts(df, args))
-    return _COUNTED[key][1]
+    key = (id(df), repr(sorted((k, repr(v)) for k, v in args.items())), last)
+    # the sections of a sketch and of its heavy hitters, built at once, count it once
+    with _COUNTING:
+        if key not in _COUNTED:
+            if len(_COUNTED) >= 4:
+                _COUNTED.pop(next(iter(_COUNTED)))
+            _COUNTED[key] = (df, item_counts(df, args, last))
+        return _COUNTED[key][1]
 
 
-def item_counts(df: DataFrame, args: dict[str, Any]) -> pd.DataFrame:
+def item_counts(df: DataFrame, args: dict[str, Any], last: int | None = None
+                ) -> pd.DataFrame:
     """Every distinct non-null item of the input: ``item``, ``wk_key`` (the key the sketch
-    hashes) and ``true_count``, its exact count in the last window (0 outside it), in two
-    Spark jobs (the last step, then one aggregate).
+    hashes) and ``true_count``, its exact count in the last window (0 outside it), in one
+    Spark aggregate; one more job finds the input's last step unless ``last`` gives it (the
+    step of the sketch's latest snapshot, :func:`_with_last_step`).
 
     Examples
     --------
@@ -210,8 +223,10 @@ def item_counts(df: DataFrame, args: dict[str, Any]) -> pd.DataFrame:
     >>> out = item_counts(df, {"item": "item", "time": "t", "window": 3})
     >>> sorted(zip(out["item"], out["true_count"]))
     [(0, 1), (1, 1), (2, 1)]
+    >>> out.equals(item_counts(df, {"item": "item", "time": "t", "window": 3}, last=9))
+    True
     """
-    rows, last = _steps(df, args)
+    rows, last = _steps(df, args, last)
     recent = F.lit(False) if last is None else F.col("wk_step") > F.lit(last - int(args["window"]))
     return rows.groupBy(args["item"]).agg(
         F.first("wk_key").alias("wk_key"),
@@ -241,9 +256,11 @@ def last_window_counts(df: DataFrame, args: dict[str, Any]) -> DataFrame:
     return recent.groupBy(item).agg(F.count(F.lit(1)).alias("true_count"))
 
 
-def _steps(df: DataFrame, args: dict[str, Any]) -> tuple[DataFrame, int | None]:
+def _steps(df: DataFrame, args: dict[str, Any], last: int | None = None
+           ) -> tuple[DataFrame, int | None]:
     """The input's non-null items with their key (``wk_key``) and step (``wk_step``, null for
-    a row the step set aside), and the last step (None without one)."""
+    a row the step set aside), and the last step (``last`` if given, else found in one job;
+    None without one)."""
     from windowkit.spark.countmin import ITEM_KEY, POSITION, POSITION_MICROS, count_min_sites
 
     item, unit = args["item"], args.get("unit", "samples")
@@ -253,9 +270,30 @@ def _steps(df: DataFrame, args: dict[str, Any]) -> tuple[DataFrame, int | None]:
     rows = sites.filter(F.col(item).isNotNull()).select(
         item, F.col(ITEM_KEY).alias("wk_key"),
         F.floor(F.col(POSITION) / F.lit(per_step)).alias("wk_step"))
-    return rows, rows.agg(F.max("wk_step")).first()[0]
+    return rows, rows.agg(F.max("wk_step")).first()[0] if last is None else last
 
 
+def _with_last_step(snapshots: DataFrame, args: dict[str, Any]) -> DataFrame:
+    """``snapshots`` (or a merged view, or heavy hitters' rows: a ``time`` column as the
+    sketch gives it) with ``wk_last``, the step of their ``time`` as :func:`_steps` numbers
+    the input's rows: a snapshot's time is the window's last step, so the input need not be
+    read for it.
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(7, 185)], "shard int, time long")
+    >>> _with_last_step(df, {"unit": "ticks", "tick": "1 minute", "time_unit": "s"}).first()[
+    ...     "wk_last"], _with_last_step(df, {}).first()["wk_last"]
+    (3, 185)
+    """
+    if args.get("unit", "samples") == "samples":  # the time is the position, the step itself
+        return snapshots.withColumn("wk_last", F.col("time").cast("long"))
+    micros = time_micros(snapshots, "time", args.get("time_unit"))
+    tick = to_micros(args.get("tick"), "tick")
+    return snapshots.withColumn("wk_last", F.floor(micros / F.lit(tick)).cast("long"))
+
+
+@drawn
 def plot_counts(items: pd.DataFrame, item: str, threshold: float | None,
                 title: str | None = None) -> bytes:
     """Paired bars per item: true count in the window and the sketch's estimate; PNG bytes.

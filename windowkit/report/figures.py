@@ -1,12 +1,19 @@
-"""Matplotlib figures for the report, returned as PNG bytes (Agg backend, no display)."""
+"""Matplotlib figures for the report, returned as PNG bytes (Agg backend, no display).
+
+The report builds its sections in threads (:mod:`windowkit.report.render`) and pyplot is not
+thread-safe: every function that draws a figure and saves it is :func:`drawn`, so one figure
+is drawn at a time while other sections wait on Spark.
+"""
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import tempfile
+import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -14,6 +21,30 @@ import pandas as pd
 #: Figure width in inches and resolution: one column of the page at full width.
 WIDTH, DPI = 10.0, 100
 BLUE, ORANGE, GREY = "#31587a", "#e4572e", "#8a8f98"
+
+_DRAWING = threading.RLock()
+_Plot = TypeVar("_Plot", bound=Callable[..., Any])
+
+
+def drawn(plot: _Plot) -> _Plot:
+    """``plot`` (a function that draws a figure and returns it saved), run while no other
+    thread draws one.
+
+    Examples
+    --------
+    >>> @drawn
+    ... def blank() -> bytes:
+    ...     fig, ax = subplots(height=1)
+    ...     return to_png(fig)
+    >>> blank()[:4]
+    b'\\x89PNG'
+    """
+    @functools.wraps(plot)
+    def one_at_a_time(*args: Any, **kwargs: Any) -> Any:
+        with _DRAWING:
+            return plot(*args, **kwargs)
+
+    return one_at_a_time  # type: ignore[return-value]
 
 
 def subplots(nrows: int = 1, height: float = 3.4, **kwargs: Any):
@@ -65,7 +96,7 @@ def png_of(plot: Callable[[str], Any]) -> bytes:
     >>> png_of(lambda path: plot_frames(r, f, path))[:4]
     b'\\x89PNG'
     """
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, _DRAWING:
         path = os.path.join(tmp, "figure.png")
         plot(path)
         with open(path, "rb") as handle:

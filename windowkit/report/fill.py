@@ -19,8 +19,17 @@ from pyspark.sql import functions as F
 
 from windowkit.core.durations import to_micros
 from windowkit.report import section as sec
-from windowkit.report.collect import is_empty, series, time_micros, top_key
-from windowkit.report.figures import BLUE, GREY, ORANGE, as_datetime, empty_note, subplots, to_png
+from windowkit.report.collect import series, time_micros, top_key
+from windowkit.report.figures import (
+    BLUE,
+    GREY,
+    ORANGE,
+    as_datetime,
+    drawn,
+    empty_note,
+    subplots,
+    to_png,
+)
 from windowkit.report.format import format_duration
 from windowkit.report.model import StepRun
 
@@ -78,7 +87,9 @@ def fill_section(step: StepRun) -> sec.Section:
             sec.count("rows_attached", "rows attached", int(rows.sum())),
             sec.count("frames_empty", "frames with no rows", int((rows == 0).sum())),
         ]
-    if not len(per_frame) or (not rows.sum() and is_empty(step.result)):
+    # rows attached to no frame at all: the step wrote none (an aggregated step writes a row
+    # per frame, so it filled every frame it counts)
+    if not len(per_frame) or (known and not rows.sum()):
         return sec.Section(headlines, note="no rows: no frame was filled")
     figure = _figure(step, data, per_frame.assign(rows=rows), known)
     return sec.Section(headlines, figure)
@@ -127,6 +138,7 @@ def frame_counts(frames: DataFrame, filled: DataFrame | None, params: dict[str, 
     return met.withColumn(_ROWS, F.coalesce(F.col(_ROWS), F.lit(0).cast("long")))
 
 
+@drawn
 def plot_fill(frames: pd.DataFrame, rows: pd.DataFrame, attached: pd.DataFrame,
               title: str) -> bytes:
     """One key's frames (shaded, their shifted intervals lighter), each labelled with its
@@ -165,9 +177,9 @@ def plot_fill(frames: pd.DataFrame, rows: pd.DataFrame, attached: pd.DataFrame,
     ax.set_ylim(0, top * 1.45)  # room above the bars for the frames' labels
     # a step that aggregated its rows gives no count to label a frame with
     texts = [f"{n:,}" for n in frames["rows"]] if "rows" in frames else []
-    middles = (at["start"] + at["end"]) / 2
+    middles = ((at["start"] + at["end"]) / 2)[:len(texts)]
     width = CHAR_WIDTH * (x_hi - x_lo)
-    for text, middle, row in zip(texts, middles[:len(texts)],
+    for text, middle, row in zip(texts, middles,
                                  label_rows(middles, [width * (len(t) + 1) for t in texts]),
                                  strict=True):
         if row is not None:

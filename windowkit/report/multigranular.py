@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from windowkit.report import section as sec
 from windowkit.report.collect import MAX_POINTS, time_micros
-from windowkit.report.figures import as_datetime, empty_note, subplots, to_png
+from windowkit.report.figures import as_datetime, drawn, empty_note, subplots, to_png
 from windowkit.report.format import format_duration
 from windowkit.report.model import StepRun
 
@@ -267,6 +267,7 @@ def break_gaps(points: pd.DataFrame, slide: int, silent: float | None = None) ->
     return out.sort_values("t", kind="stable").reset_index(drop=True)
 
 
+@drawn
 def plot_levels(lines: dict[str, pd.DataFrame], ylabel: str, title: str,
                 span: tuple[int | None, int | None] = (None, None)) -> bytes:
     """One line per level over time, across ``span`` (µs) when given; PNG bytes.

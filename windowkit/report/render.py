@@ -5,6 +5,7 @@ Autoescaping is on: step names and parameters come from a user's pipeline file.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,11 @@ from windowkit.report.section import Section
 
 #: Reasons a row is set aside, always shown (with 0 when none was).
 REASONS = ("malformed", "late")
+#: Sections built at once (a pipeline's steps, all at once as a rule). A section spends most
+#: of its time waiting on small Spark jobs, each with a fixed cost in the driver: while one
+#: waits, another draws its figure or starts its own job (on the demo, 8 at once took about
+#: half the time of 2, on two busy cores).
+SECTION_THREADS = 8
 
 
 @dataclass
@@ -86,6 +92,23 @@ def render_report(summary: RunSummary, views: list[StepView] | None = None) -> s
     env.filters["number"] = format_number
     env.filters["seconds"] = format_seconds
     if views is None:
-        views = [step_view(step, summary) for step in summary.steps]
+        views = step_views(summary)
     context: dict[str, Any] = {"run": summary, "steps": views}
     return env.get_template("report.html.j2").render(**context)
+
+
+def step_views(summary: RunSummary, threads: int = SECTION_THREADS) -> list[StepView]:
+    """The view of every step of ``summary``, in its order, ``threads`` sections built at once.
+
+    Examples
+    --------
+    >>> run = RunSummary("t", "p.toml", "local", "batch", steps=[
+    ...     StepRun(f"s{i}", "merge_count_min", {}, {}, {}, None) for i in range(4)])
+    >>> [view.name for view in step_views(run, threads=2)]
+    ['s0', 's1', 's2', 's3']
+    """
+    if threads < 1:
+        msg = f"`threads` must be at least 1; got {threads}"
+        raise ValueError(msg)
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="report") as pool:
+        return list(pool.map(lambda step: step_view(step, summary), summary.steps))

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from windowkit.report import section as sec
 from windowkit.report.collect import time_micros
-from windowkit.report.figures import BLUE, GREY, ORANGE, as_datetime, subplots, to_png
+from windowkit.report.figures import BLUE, GREY, ORANGE, as_datetime, drawn, subplots, to_png
 from windowkit.report.format import format_duration
 from windowkit.report.model import StepRun
 
@@ -76,6 +76,7 @@ def widening_section(step: StepRun) -> sec.Section:
                 "against the episode's duration"))
 
 
+@drawn
 def plot_detections(detections: pd.DataFrame, key: str) -> bytes:
     """Timeline of detections (one row per key) above delay against episode duration.
 
