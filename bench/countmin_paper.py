@@ -1,6 +1,6 @@
 """Reproduce Figures 1, 2, 3, 4, 6, 8 and 9 of Rivetti, Busnel, Mostefaoui (windowed Count-Min).
 
-Defaults (paper Section 4, DESIGN.md errata): N = 50,000, m = 3N, n = 1,000 items, 28 columns,
+Defaults (paper Section 4): N = 50,000, m = 3N, n = 1,000 items, 28 columns,
 one row (delta = 0.5), shift width w = 2 c1, period p = 10,000, r = 4, Splitter mu = 1.5,
 tau = 0.05. Metric: mean squared error against PERFECT over all n items, averaged over
 checkpoints in windows 2 and 3 (the first window is skipped, as in the paper), then over runs;

@@ -193,7 +193,7 @@ def separate_windows(df):
     """(a) one ``window()`` aggregation per level, as a user would write them, unioned.
 
     ``startTime`` of 1 µs gives windows ``[tc - w + 1 µs, tc + 1 µs)`` with ``tc`` on whole
-    slides: the closed scope ``[tc - w + 1, tc]`` of DESIGN.md."""
+    slides: the closed scope ``[tc - w + 1, tc]`` of ``multi_granular``'s reports."""
     from pyspark.sql import functions as F
 
     parts = []

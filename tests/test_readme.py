@@ -154,3 +154,15 @@ def test_the_readmes_cli_under_spark_submit_prints_no_spark_log_issue38(tmp_path
     logged = [line for line in done.stderr.splitlines()
               if re.search(r" (INFO|WARN|ERROR) ", line) or "log4j" in line]
     assert logged == [], logged[:5]
+
+
+def test_the_docs_cite_only_what_a_user_has_issue36():
+    """Docstrings and comments point at the README or the code itself, never at design notes
+    outside the repository."""
+    outside = re.compile(r"DESIGN\.md|STYLE\.md|\.\./shared")
+    cited = [f"{path.relative_to(ROOT)}:{number}"
+             for folder in ("windowkit", "bench", "tests")
+             for path in sorted((ROOT / folder).rglob("*.py"))
+             for number, line in enumerate(path.read_text().splitlines(), 1)
+             if outside.search(line) and path != Path(__file__)]
+    assert not cited, cited

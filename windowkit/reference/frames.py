@@ -1,8 +1,8 @@
 """Brute-force threshold frames: the oracle for ``windowkit.core.frames``.
 
 Written straight from the threshold-frames specification (the frames paper, section 4.3 and
-appendices B, C, F, as read in ``DESIGN.md``), one key at a time, one element at a time, with
-plain Python lists. It is meant to be obviously right, not fast.
+appendices B, C, F; the specification below is how we read it), one key at a time, one element
+at a time, with plain Python lists. It is meant to be obviously right, not fast.
 
 The specification, for one key's stream (times are int64 microseconds; a *value* is ``1`` when
 the predicate holds, ``0`` when it does not, ``-1`` when it is missing/unknown):

@@ -1,9 +1,9 @@
 """Brute-force boundary, delta, aggregate and increasing-trend frames, and F2 (the longest).
 
 The oracle for ``windowkit.core.frames`` (boundary, delta, aggregate and custom framings),
-written from the frames paper's definitions (sections 4.1-4.3, appendices B and F, as read in
-``DESIGN.md``), one key at a time, with plain Python lists, recomputing every aggregate from
-scratch for every candidate frame. It is meant to be obviously right, not fast.
+written from the frames paper's definitions (sections 4.1-4.3, appendices B and F; the rules
+below are how we read them), one key at a time, with plain Python lists, recomputing every
+aggregate from scratch for every candidate frame. It is meant to be obviously right, not fast.
 
 For one key (times int64 µs; a value is a float, missing when null, NaN or infinite):
 

@@ -2,9 +2,10 @@
 
 For every key, level ``k`` and instant ``tc`` with ``(tc - t0) mod b_k = 0``, the scope is the
 closed interval ``[max(t0, t_k), tc - (tc - t0) mod b_k]`` with
-``t_k = tc - (tc - t0) mod b_k - w_k + 1`` (DESIGN.md); a report exists when the scope holds a
-row of the key, and its values are computed from the raw rows filtered to the scope. Nothing
-here shares code with ``windowkit.core.multigranular`` beyond the parsed levels.
+``t_k = tc - (tc - t0) mod b_k - w_k + 1`` (the paper's scope, in its discrete time units); a
+report exists when the scope holds a row of the key, and its values are computed from the raw
+rows filtered to the scope. Nothing here shares code with ``windowkit.core.multigranular``
+beyond the parsed levels.
 """
 
 from __future__ import annotations

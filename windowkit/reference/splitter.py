@@ -1,4 +1,5 @@
-"""Eager SPLITTER: a line-by-line transcription of Listings 3.4 and 3.5 (with DESIGN.md errata).
+"""Eager SPLITTER: a line-by-line transcription of Listings 3.4 and 3.5, with the errata of
+:mod:`windowkit.core.sketches.splitter`.
 
 Every step visits every cell (O(depth x width) per step), exactly as the paper writes it. It
 works on columns (the hash of each item in each row), so it does not depend on any hash family.

@@ -139,9 +139,10 @@ def multi_granular(
     DataFrame
         One row per key, level and report: ``key`` (named after ``by``), ``level``,
         ``range`` and ``slide`` (µs), ``window_start`` and ``window_end`` (the scope of
-        DESIGN.md as a half-open interval: ``window_end`` is one microsecond after the report
-        instant ``tc``; in the kind of ``time``: timestamps, ``timestamp_ntz`` for
-        ``timestamp_ntz`` and dates, integers in ``time_unit``), the aggregates; plus
+        the report at ``tc``, ``(tc - range, tc]``, as a half-open interval: ``window_end``
+        is one microsecond after the report instant ``tc``; in the kind of ``time``:
+        timestamps, ``timestamp_ntz`` for ``timestamp_ntz`` and dates, integers in
+        ``time_unit``), the aggregates; plus
         ``rejected`` (``malformed``/``late``, else null) and ``detail`` (the rejected row as
         JSON). :func:`split_reports` separates them.
 

@@ -3,9 +3,10 @@
 Section 4.3: "a frame is emitted whenever the delta between the minimum and maximum value of
 this attribute becomes greater than a predefined value x ... The frame predicate can therefore
 be given as max(a) - min(a) < x. The frame starting point is the end point of the previous frame
-and the span of the frames is maximal" (DESIGN.md: a frame closes when ``max - min`` *would
-reach* ``x``). So a frame grows while its values stay within a band narrower than ``x``; the row
-that would widen it to ``x`` or more opens the next frame (a freezer warming by 2 degrees).
+and the span of the frames is maximal" (read so that the predicate holds inside every frame: a
+frame closes when ``max - min`` *would reach* ``x``). So a frame grows while its values stay
+within a band narrower than ``x``; the row that would widen it to ``x`` or more opens the next
+frame (a freezer warming by 2 degrees).
 A single row always forms a frame (its delta is 0). Common semantics (missing values, minimum
 duration, fragments, extent) are those of ``windowkit.core.frames._engine``.
 """

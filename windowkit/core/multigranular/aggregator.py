@@ -2,7 +2,7 @@
 
 One :class:`MultiGranularAggregator` holds the stairwise chains of many keys. Per key and
 level, a *report* is issued at every instant ``tc`` where the level slides
-(``(tc - t0) mod b_k = 0``) and its scope (DESIGN.md) holds at least one row of the key, the
+(``(tc - t0) mod b_k = 0``) and its scope ``(tc - w_k, tc]`` holds at least one row of the key, the
 rule of Spark's ``window()``. A report is final, and emitted, once every row up to ``tc`` has
 arrived: when the operator sees a later row, a watermark at or past ``tc``, or the end of the
 input. So the reports do not depend on how the stream is cut into batches.

@@ -3,7 +3,8 @@
 Time is counted in *finest granules*: granule ``g`` holds the instants
 ``(t0 + (g - 1) b_0, t0 + g b_0]``, so level ``k`` (range ``n_k`` granules, slide ``r_k``
 granules) reports at every granule ``G`` with ``G mod r_k = 0``, over granules
-``(G - n_k, G]``: the scope of DESIGN.md at ``tc = t0 + G b_0``.
+``(G - n_k, G]``: the scope of :mod:`windowkit.core.multigranular.aggregator` at
+``tc = t0 + G b_0``.
 
 Level ``k`` keeps one queue of cells (its core node ``g_k`` with the buffer ``d_k`` as its
 tail). Level 0's cells are finest granules. When level ``k - 1`` slides at ``G`` it shifts the

@@ -5,8 +5,9 @@ lists the widest level first; level 0 is the finest (``RANGE 1 MINUTE SLIDE 1 SE
 Python form lists levels finest first: ``[("1 minute", "1 second"), ("10 minutes", "1 minute"),
 ("1 hour", "5 minutes")]``.
 
-Rules (DESIGN.md, multi-granular erratum): ranges strictly increase with the level, every range
-is a whole multiple of its slide, and slides never decrease. We also require every slide to be a
+Rules (the paper's ``w_(k-1) < w_k``, ``b_(k-1) <= b_k`` and ``w_k = u_k b_k``): ranges strictly
+increase with the level, every range is a whole multiple of its slide, and slides never
+decrease. We also require every slide to be a
 whole multiple of the previous level's slide (the paper's optional ``b_k = l_k * b_{k-1}``):
 then every level slides whenever a coarser one does, granules nest, and each level's report can
 be built from the finer level's report at the same instant. Specifications that break it are
@@ -15,7 +16,7 @@ refused with the rule they break.
 Time is int64 microseconds; the time domain is the paper's discrete instants, one per
 microsecond. The scope of level ``k`` at instant ``tc`` is the closed interval
 ``[max(t0, t_k), tc - (tc - t0) mod b_k]`` with ``t_k = tc - (tc - t0) mod b_k - w_k + 1``,
-exactly as DESIGN.md writes it; as a half-open interval of microseconds that is
+the paper's scope; as a half-open interval of microseconds that is
 ``[max(t0, t_k), tc - (tc - t0) mod b_k + 1)``, which is how reports give their bounds.
 """
 

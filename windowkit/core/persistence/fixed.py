@@ -25,7 +25,8 @@ class PersistentItemsSketch(SketchParameters, SlotStream):
     Each instance keeps a tuple ``(d, n_d, t_d)`` only for items that passed the hash filter
     ``h(d, t) < tau`` in some slot ``t`` (``tau = 2 / (epsilon n)``); from then on it counts the
     distinct slots of ``d`` exactly. ``d`` is reported when ``n_d + 1/tau >= T`` with
-    ``T = alpha n - epsilon n / 2`` (errata of DESIGN.md), with estimate ``n_d + 1/tau``.
+    ``T = alpha n - epsilon n / 2`` (the paper's Lemma 3.5 reads "(alpha - epsilon n)" for
+    ``(alpha - epsilon) n``), with estimate ``n_d + 1/tau``.
 
     Guarantees (Theorem 3.1):
 

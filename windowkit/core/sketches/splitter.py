@@ -1,4 +1,13 @@
-"""SPLITTER windowed Count-Min (Listings 3.4 and 3.5, with the errata of DESIGN.md)."""
+"""SPLITTER windowed Count-Min (Listings 3.4 and 3.5).
+
+The listings are read with these corrections of the paper's text: Listing 3.4 line 23 reads
+"if no last sub-cell exists" (the text says one exists); line 36 adds the two sub-cells'
+*counters*; Listing 3.5 line 3 reads ``freq_last = last_counter / (last_last - last_init + 1)``
+(the text divides by ``last_init - last_init + 1``). A sub-cell that starts expiring decays at
+the constant rate ``counter / (last - init + 1)`` per step until it is gone, so its decay is
+computed in closed form when the cell is next read instead of on every sample. Estimates are
+rounded and never negative.
+"""
 
 from __future__ import annotations
 

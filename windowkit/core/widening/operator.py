@@ -1,7 +1,7 @@
 """``WindowWidening``: progressive window widening (PWW) as a :class:`StreamOperator`.
 
-Semantics (the paper, with the PWW erratum of DESIGN.md; the brute-force oracle
-``windowkit.reference.widening`` is written from the same text):
+Semantics (the paper's, as read below; the brute-force oracle ``windowkit.reference.widening``
+is written from the same reading):
 
 * Per key, level ``k`` cuts the key's rows into batches ``[b d_k, (b+1) d_k)``, ``d_k = d0 2**k``,
   and a level-k window is two consecutive batches ``[b d_k, (b+2) d_k)`` (half overlap: Lemma 1).
