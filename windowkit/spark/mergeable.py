@@ -151,9 +151,9 @@ def run_merged(
     clock: EventTime,
     key: str | Column | None,
     shard: Column,
+    shards: int,
     original: Column,
     valid: Column | None = None,
-    shards: int | None = None,
 ) -> DataFrame:
     """Run a mergeable operator over a batch DataFrame (see the module docstring).
 
@@ -176,8 +176,8 @@ def run_merged(
         The operator's key column, None for none.
     shard : Column
         Each row's shard (an int).
-    shards : int, optional
-        The shards, ``shard`` lying in ``[0, shards)``; unknown if not given.
+    shards : int
+        The shards: ``shard`` lies in ``[0, shards)``.
     original : Column
         A malformed row's JSON.
     valid : Column, optional
@@ -226,26 +226,25 @@ def run_merged(
     return finished.unionByName(malformed_rows, allowMissingColumns=True)
 
 
-def _summary(good: DataFrame, plan: MergePlan, shards: int | None) -> Column:
+def _summary(good: DataFrame, plan: MergePlan, shards: int) -> Column:
     """The input's last time, its block and every shard's rows: one scalar subquery, run once
     before the plan's other jobs; it reads only what decides whether a row counts, its time
     and its shard, in a code-generated aggregation."""
     # SQL text: one expression costs one call to the JVM, where pyspark's functions cost one
     # or more each
-    if shards is not None and shards <= _COUNTED_BY_CONDITION:
+    if shards <= _COUNTED_BY_CONDITION:
         # one global aggregation of conditional counts: no shuffle by shard, no second stage
-        last = f"max(`{TIME}`)"
+        totals, last = good, f"max(`{TIME}`)"
         counts = ", ".join(f"struct({s} AS {_SITE}, count_if({_SITE} = {s}) AS {_ROWS})"
                            for s in range(shards))
-        return good.agg(F.expr(
-            f"struct({last} AS {_END}, {block_of(last, plan)} AS {_BLOCK}, "
-            f"filter(array({counts}), c -> c.{_ROWS} > 0) AS {_ROWS})")).scalar()
-    per_shard = good.groupBy(_SITE).agg(F.expr(f"count(1) AS {_ROWS}"),
-                                        F.expr(f"max(`{TIME}`) AS {_END}"))
-    last = f"max({_END})"
-    return per_shard.agg(F.expr(
+        per_shard = f"filter(array({counts}), c -> c.{_ROWS} > 0)"
+    else:
+        totals = good.groupBy(_SITE).agg(F.expr(f"count(1) AS {_ROWS}"),
+                                         F.expr(f"max(`{TIME}`) AS {_END}"))
+        last, per_shard = f"max({_END})", f"collect_list(struct({_SITE}, {_ROWS}))"
+    return totals.agg(F.expr(
         f"struct({last} AS {_END}, {block_of(last, plan)} AS {_BLOCK}, "
-        f"collect_list(struct({_SITE}, {_ROWS})) AS {_ROWS})")).scalar()
+        f"{per_shard} AS {_ROWS})")).scalar()
 
 
 def _recent(good: DataFrame, plan: MergePlan, summary: Column, clock: EventTime) -> DataFrame:
