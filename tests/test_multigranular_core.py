@@ -62,13 +62,16 @@ def assert_same_reports(got: pd.DataFrame, ref: pd.DataFrame, columns: list[str]
 def test_aggregates_match_reference_under_any_split(data):
     levels = data.draw(nested_levels())
     origin = data.draw(st.integers(-3, 5))
+    closed = data.draw(st.sampled_from(["left", "right"]))
     weights = data.draw(st.lists(st.floats(0, 2), min_size=len(levels), max_size=len(levels)))
     df = data.draw(streams(origin))
     cuts = data.draw(split_points(len(df)))
     got = run_in_batches(lambda: MultiGranularAggregator(levels=levels, origin=origin,
                                                     aggregates=ALL, regression=True,
-                                                    weights=weights), df, cuts)
-    ref = reference_reports(df[df.time >= origin], levels, origin, weights=weights)
+                                                    weights=weights, closed=closed), df, cuts)
+    # the paper's scopes hold no row before the origin; window()'s windows only align on it
+    kept = df[df.time >= origin] if closed == "right" else df
+    ref = reference_reports(kept, levels, origin, weights=weights, closed=closed)
     cols = [*ALL, "decayed_sum", "decayed_count"]
     assert_same_reports(got, ref, cols)
     if len(ref):
@@ -91,10 +94,13 @@ def test_aggregates_match_reference_under_any_split(data):
 def test_recurring_items_match_reference_under_any_split(data):
     levels = data.draw(nested_levels())
     origin = data.draw(st.integers(-3, 5))
+    closed = data.draw(st.sampled_from(["left", "right"]))
     df = data.draw(streams(origin, with_items=True))
     cuts = data.draw(split_points(len(df)))
-    got = run_in_batches(lambda: RecurringItems(levels=levels, origin=origin), df, cuts)
-    ref = reference_recurring(df[df.time >= origin], levels, origin)
+    got = run_in_batches(lambda: RecurringItems(levels=levels, origin=origin, closed=closed),
+                         df, cuts)
+    kept = df[df.time >= origin] if closed == "right" else df
+    ref = reference_recurring(kept, levels, origin, closed=closed)
     key = [*BOUNDS, "item"]
     got = got.sort_values(key).reset_index(drop=True)
     ref = ref.sort_values(key).reset_index(drop=True)
@@ -105,10 +111,13 @@ def test_recurring_items_match_reference_under_any_split(data):
 @given(st.data())
 def test_continuous_reporting_matches_reference(data):
     levels = data.draw(nested_levels(max_levels=3))
+    closed = data.draw(st.sampled_from(["left", "right"]))
     df = data.draw(streams(0, max_rows=25))
-    got = run_in_batches(lambda: MultiGranularAggregator(levels=levels, report="continuous"), df,
-                    data.draw(split_points(len(df))))
-    ref = reference_reports(df, levels, continuous=True)
+    df = df[df.time >= 0] if closed == "right" else df
+    got = run_in_batches(lambda: MultiGranularAggregator(levels=levels, report="continuous",
+                                                         closed=closed),
+                         df, data.draw(split_points(len(df))))
+    ref = reference_reports(df, levels, continuous=True, closed=closed)
     assert_same_reports(got, ref, ["count", "sum", "min", "max"])
 
 
@@ -140,7 +149,7 @@ def test_paper_figure_4_recurring_items():
     # D0 = [13, 16], D1 = [9, 12], D2 = [1, 8]. Item 4 occurs in each, item 7 misses D1.
     rows = pd.DataFrame({"key": "s", "time": [2, 5, 10, 14, 3, 15, 16],
                          "item": [4, 4, 4, 4, 7, 7, 7]})
-    rec = RecurringItems(levels=[(4, 1), (8, 2), (16, 4)])
+    rec = RecurringItems(levels=[(4, 1), (8, 2), (16, 4)], closed="right")
     out = pd.concat([rec.process(rows.sort_values("time")), rec.finish()])
     at_16 = out[(out.window_end == 17) & (out.level == 2)]
     assert at_16[["item", "count"]].values.tolist() == [["4", 4]]
@@ -152,7 +161,8 @@ def test_hand_computed_aggregates_and_regression():
     # levels <4,1>, <8,2>; rows (t, v) = (5, 1), (6, 3), (8, 5): at tc = 8 level 1's scope is
     # [1, 8]: count 3, sum 9, min 1, max 5; slope by hand: t - 8 = -3, -2, 0 (µs), mean -5/3,
     # v mean 3; Stv = (-4/3)(-2) + (-1/3)(0) + (5/3)(2) = 6, Stt = 16/9 + 1/9 + 25/9 = 42/9.
-    agg = MultiGranularAggregator(levels=[(4, 1), (8, 2)], aggregates=ALL, regression=True)
+    agg = MultiGranularAggregator(levels=[(4, 1), (8, 2)], aggregates=ALL, regression=True,
+                                  closed="right")
     rows = pd.DataFrame({"key": "k", "time": [5, 6, 8], "value": [1.0, 3.0, 5.0]})
     out = pd.concat([agg.process(rows), agg.finish()])
     row = out[(out.level == 1) & (out.window_end == 9)].iloc[0]
@@ -167,11 +177,11 @@ def test_horizon_equals_periodic_report_when_the_level_slides():
     levels = [(3, 1), (12, 3)]
     df = pd.DataFrame({"key": ["a", "b", "a", "a", "b", "a"], "time": [1, 2, 4, 7, 9, 11],
                        "value": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})
-    agg = MultiGranularAggregator(levels=levels)
+    agg = MultiGranularAggregator(levels=levels, closed="right")
     _ = agg.process(df)
     _ = agg.advance(12)  # tc = 12: level 1 slides
     now = agg.horizon(12).sort_values("key")
-    ref = reference_reports(df, levels)
+    ref = reference_reports(df, levels, closed="right")
     ref = ref[(ref.level == 1) & (ref.window_end == 13)].sort_values("key")
     assert now["key"].tolist() == ref["key"].tolist()
     assert now["sum"].tolist() == ref["sum"].tolist()
@@ -179,7 +189,7 @@ def test_horizon_equals_periodic_report_when_the_level_slides():
 
 
 def test_rows_before_origin_are_counted_not_reported():
-    agg = MultiGranularAggregator(levels=[(2, 1)], origin=10)
+    agg = MultiGranularAggregator(levels=[(2, 1)], origin=10, closed="right")
     out = pd.concat([agg.process(pd.DataFrame({"key": "a", "time": [5, 10, 11],
                                                "value": [1.0, 2.0, 3.0]})), agg.finish()])
     assert agg.before_origin == 1
@@ -305,11 +315,22 @@ def test_clause_parses_case_insensitively_in_either_order_with_weeks():
 
 
 def test_scope_is_designs_formula():
-    spec = MultiGranularSpec.from_levels([(60, 1), (600, 60), (3600, 300)], origin=7)
+    levels = [(60, 1), (600, 60), (3600, 300)]
+    spec = MultiGranularSpec.from_levels(levels, origin=7, closed="right")
     tc = 7 + 3 * 3600 + 123
     front = tc - (tc - 7) % 300
     assert spec.scope(2, tc) == (max(7, front - 3600 + 1), front)
     assert spec.scope(0, 7) == (7, 7)
+    # window()'s windows [s, s + w), s = 7 + a whole number of slides: the latest one over by tc
+    spec = MultiGranularSpec.from_levels(levels, origin=7)
+    end = tc + 1 - (tc + 1 - 7) % 300
+    assert spec.scope(2, tc) == (end - 3600, end - 1)
+    assert spec.scope(0, 6) == (6 - 59, 6)
+
+
+def test_closed_is_checked():
+    with pytest.raises(ValueError, match="`closed` must be one of 'left', 'right'; got 'both'"):
+        MultiGranularSpec.from_levels([(2, 1)], closed="both")
 
 
 def test_bad_operator_parameters():
@@ -370,7 +391,7 @@ def test_basic_reports_keep_four_fields_and_read_state_written_with_nine():
 
     old = MultiGranularAggregator(levels=levels, aggregates=aggregates)
     cfg = old.config
-    old._state = ChainState(cfg.effective_spec, N_FIELDS, cfg.weights, False)
+    old._state = ChainState(cfg.effective_spec.chain(), N_FIELDS, cfg.weights, False)
     head = old.process(first)
     restored = MultiGranularAggregator.from_bytes(old.to_bytes())
     assert restored._state.n_fields == BASIC_FIELDS

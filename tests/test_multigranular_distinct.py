@@ -49,13 +49,15 @@ def test_small_distinct_counts_are_exact_under_any_split(data):
     levels = data.draw(nested_levels())
     origin = data.draw(st.integers(-3, 5))
     report = data.draw(st.sampled_from(["periodic", "continuous"]))
+    closed = data.draw(st.sampled_from(["left", "right"]))
     df = data.draw(streams(origin))
     cuts = data.draw(split_points(len(df)))
     got = run_in_batches(lambda: MultiGranularAggregator(
-        levels=levels, origin=origin, aggregates=["count"], distinct=True, report=report),
-        df, cuts)
-    ref = reference_reports(df[df.time >= origin], levels, origin,
-                            continuous=report == "continuous")
+        levels=levels, origin=origin, aggregates=["count"], distinct=True, report=report,
+        closed=closed), df, cuts)
+    kept = df[df.time >= origin] if closed == "right" else df
+    ref = reference_reports(kept, levels, origin, continuous=report == "continuous",
+                            closed=closed)
     assert got.duplicated(BOUNDS).sum() == 0
     if not len(ref):
         assert not len(got)
@@ -100,7 +102,9 @@ def test_order_of_rows_and_prebuilt_sketches_do_not_change_the_estimates():
     # another: the estimates must not depend on it (HIP would), even in HLL mode
     df = port_scan(20_000, seed=3)
     levels = MICROS
-    raw = MultiGranularAggregator(levels=levels, aggregates=["count"], distinct=True)
+    # the paper's scopes: a granule's cell is at its last instant, g * b0
+    raw = MultiGranularAggregator(levels=levels, aggregates=["count"], distinct=True,
+                                  closed="right")
     want = by_bounds(pd.concat([raw.process(df), raw.finish()], ignore_index=True))
     b0 = levels[0][1]
     df["g"] = -((-df["time"]) // b0)
@@ -115,7 +119,8 @@ def test_order_of_rows_and_prebuilt_sketches_do_not_change_the_estimates():
     for c in ("cell_sum", "cell_min", "cell_max", "cell_mean", "cell_m2", "cell_t_mean",
               "cell_t_m2", "cell_tv"):
         cells[c] = 0.0
-    pre = MultiGranularAggregator(levels=levels, aggregates=["count"], distinct=True)
+    pre = MultiGranularAggregator(levels=levels, aggregates=["count"], distinct=True,
+                                  closed="right")
     got = by_bounds(pd.concat([pre.process(cells), pre.finish()], ignore_index=True))
     assert (want["distinct"] > 1000).any()
     pd.testing.assert_frame_equal(got[[*BOUNDS, "count", "distinct"]],
@@ -123,7 +128,7 @@ def test_order_of_rows_and_prebuilt_sketches_do_not_change_the_estimates():
     # and through the event-time runner, rows out of order within the delay
     arrived = shuffled_within(df.drop(columns="g"), 2_000_000, seed=4)
     runner = EventTimeRunner(MultiGranularAggregator(levels=levels, aggregates=["count"],
-                                                     distinct=True))
+                                                     distinct=True, closed="right"))
     outs, seen = [], None
     for piece in split_frame(arrived, [5_000, 11_000, 17_000]):
         seen = int(piece["time"].max()) if seen is None else max(seen, int(piece["time"].max()))
@@ -142,7 +147,7 @@ def test_hand_computed_distinct_counts():
     # tc = 2: level 0 [1, 2] {a, b} = 2; level 1 [1, 2] = 2. tc = 4: level 0 [3, 4] {c} = 1,
     # level 1 [1, 4] {a, b, c} = 3 (the empty string and null are not items).
     agg = MultiGranularAggregator(levels=[(2, 1), (4, 2)], aggregates=["count"],
-                                  distinct=True)
+                                  distinct=True, closed="right")
     rows = pd.DataFrame({"key": "k", "time": [1, 1, 2, 3, 3, 3],
                          "item": ["a", "b", "a", "c", "", None], "value": 0.0})
     out = pd.concat([agg.process(rows), agg.finish()])
@@ -155,11 +160,11 @@ def test_horizon_gives_the_distinct_count_of_the_periodic_report():
     levels = [(3, 1), (12, 3)]
     df = pd.DataFrame({"key": ["a", "b", "a", "a", "b", "a"], "time": [1, 2, 4, 7, 9, 11],
                        "value": 1.0, "item": ["x", "y", "y", "x", "z", "w"]})
-    agg = MultiGranularAggregator(levels=levels, distinct=True)
+    agg = MultiGranularAggregator(levels=levels, distinct=True, closed="right")
     agg.process(df)
     agg.advance(12)
     now = agg.horizon(12).sort_values("key")
-    ref = reference_reports(df, levels)
+    ref = reference_reports(df, levels, closed="right")
     ref = ref[(ref.level == 1) & (ref.window_end == 13)].sort_values("key")
     assert now["distinct"].tolist() == ref["distinct"].tolist() == [3, 2]
 

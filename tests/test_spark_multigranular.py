@@ -70,6 +70,9 @@ def to_core_units(out: pd.DataFrame) -> pd.DataFrame:
     out = out.rename(columns={"source": "key"})
     for c in ("window_start", "window_end"):
         out[c] = pd.to_datetime(out[c], utc=True).astype("datetime64[us, UTC]").astype("int64")
+    for c in ("range", "slide"):  # day-time intervals
+        if c in out:
+            out[c] = out[c] // pd.Timedelta(microseconds=1)
     return out
 
 
@@ -413,3 +416,78 @@ def test_streaming_bad_and_late_rows_come_out_as_the_users_rows(spark, tmp_path)
     got = sorted((r["rejected"], r["detail"]) for r in rejected.collect())
     assert got == [("late", as_json["icmp"]), ("malformed", as_json["udp"])]
     assert '"duration":2.5' in as_json["icmp"]
+
+
+def boundary_readings(spark):
+    """Glucose-like readings of two patients every 5 minutes on whole minutes (so on window
+    bounds), plus readings at odd instants (one a microsecond before a bound), over a day."""
+    rng = np.random.default_rng(21)
+    t0 = dt.datetime(2024, 3, 1)
+    rows = [(p, t0 + dt.timedelta(minutes=5 * i), float(rng.normal(110, 20)))
+            for p in ("p1", "p2") for i in range(288) if rng.random() > 0.1]
+    odd = sorted(rng.integers(0, 86_400_000_000, 200).tolist())
+    rows += [(str(rng.choice(["p1", "p2"])), t0 + dt.timedelta(microseconds=u),
+              float(rng.normal(110, 20))) for u in odd]
+    rows += [("p1", t0 + dt.timedelta(minutes=17, microseconds=-1), 90.0),
+             ("p2", t0 + dt.timedelta(minutes=32), 95.0)]
+    return spark.createDataFrame(rows, "patient string, time timestamp, glucose double")
+
+
+def test_every_level_has_the_windows_and_aggregates_of_spark_window(spark):
+    """By default each level's reports are the rows of ``window(time, range, slide,
+    startTime)`` grouped with the key, window for window, on rows lying on window bounds and
+    with a non-zero origin (issue #36, point 1)."""
+    from windowkit.spark import multi_granular, split_reports
+
+    df = boundary_readings(spark)
+    levels = [("5 minutes", "5 minutes"), ("15 minutes", "5 minutes"), ("1 hour", "15 minutes")]
+    origin = 2 * 60_000_000  # windows start 2 minutes past whole slides, like startTime
+    aggs = ["count", "sum", "min", "max", "mean"]
+    reports, rejected = split_reports(multi_granular(df, "time", levels=levels, by="patient",
+                                                     value="glucose", aggregates=aggs,
+                                                     origin=origin))
+    assert rejected.count() == 0
+    got = reports.toPandas()
+    for k, (rng, slide) in enumerate(levels):
+        spark_window = F.window("time", rng, slide, "2 minutes")
+        want = (df.groupBy("patient", spark_window.alias("w"))
+                .agg(F.count("*").alias("count"), F.sum("glucose").alias("sum"),
+                     F.min("glucose").alias("min"), F.max("glucose").alias("max"),
+                     F.avg("glucose").alias("mean"))
+                .select("patient", "w.start", "w.end", *aggs).toPandas())
+        mine = got[got.level == k]
+        assert set(mine["range"]) == {pd.Timedelta(rng)}
+        assert set(mine["slide"]) == {pd.Timedelta(slide)}
+        mine = mine.rename(columns={"window_start": "start", "window_end": "end"})
+        order = ["patient", "start", "end"]
+        mine = mine[[*order, *aggs]].sort_values(order, ignore_index=True)
+        want = want[[*order, *aggs]].sort_values(order, ignore_index=True)
+        assert len(mine) == len(want) > 100
+        assert mine[order].values.tolist() == want[order].values.tolist(), f"level {k}"
+        assert mine["count"].tolist() == want["count"].tolist(), f"level {k}"
+        for c in ("sum", "min", "max", "mean"):
+            np.testing.assert_allclose(mine[c], want[c], rtol=1e-12, err_msg=f"level {k} {c}")
+
+
+def test_closed_right_keeps_the_papers_scopes_and_the_readme_timeline_holds(spark):
+    """The README's timeline (rows at 00:00, 00:05, 00:07; 10-minute windows every 5 minutes)
+    by default; ``closed="right"``: the report at ``tc`` covers ``(tc - range, tc]``, so a
+    row on a slide instant ends a window rather than starting one."""
+    from windowkit.spark import multi_granular
+
+    t0 = dt.datetime(2024, 1, 1)
+    df = spark.createDataFrame([("a", t0 + dt.timedelta(minutes=m)) for m in (0, 5, 7)],
+                               "k string, t timestamp")
+
+    def windows(closed):
+        out = multi_granular(df, "t", levels=[("10 minutes", "5 minutes")], by="k",
+                             aggregates=["count"], closed=closed)
+        return sorted((r.window_start - t0, r.window_end - r.window_start, r["count"])
+                      for r in out.collect())
+
+    minutes, us, ten = dt.timedelta(minutes=1), dt.timedelta(microseconds=1), \
+        dt.timedelta(minutes=10)
+    assert windows("left") == [(-5 * minutes, ten, 1), (0 * minutes, ten, 3),
+                               (5 * minutes, ten, 2)]
+    assert windows("right") == [(-10 * minutes + us, ten, 1), (-5 * minutes + us, ten, 2),
+                                (us, ten, 2), (5 * minutes + us, ten, 1)]

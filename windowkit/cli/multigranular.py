@@ -9,6 +9,7 @@ from windowkit.cli import common
 from windowkit.cli.common import Progress, add_io_arguments
 from windowkit.core.multigranular import AGGREGATES, AggregatorConfig, MultiGranularSpec
 from windowkit.core.multigranular.distinct import DEFAULT_PRECISION
+from windowkit.core.multigranular.spec import CLOSED
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -55,6 +56,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--report", choices=("periodic", "continuous"), default="periodic",
                    help="periodic: each level reports when it slides; continuous: every "
                         "level reports at every slide of the finest level")
+    p.add_argument("--closed", choices=CLOSED, default="left",
+                   help="left: each level's windows are those of Spark's window(), [start, "
+                        "end) on whole slides; right: the paper's (tc - range, tc] at each "
+                        "slide instant tc")
     p.add_argument("--shards", type=int, default=None, help="Spark groups the keys share")
     p.add_argument("--plot", default=None, help="PNG: one key's values and each level's mean")
     p.set_defaults(handler=run)
@@ -116,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
 
     df = common.read_input(spark, args, info)
     shared = {"by": args.by, "late": getattr(args, "late", None), "shards": args.shards,
-              "time_unit": args.time_unit, "report": args.report}
+              "time_unit": args.time_unit, "report": args.report, "closed": args.closed}
     result = multi_granular(df, args.time, args.window, value=args.value,
                             aggregates=config.aggregates, regression=args.regression,
                             weights=config.weights, distinct=args.distinct,

@@ -32,7 +32,7 @@ KEY = "key"
 """Name of the grouping column inside the core."""
 
 #: Logical column types an operator may declare in its output schema.
-COLUMN_TYPES = ("int64", "float64", "bool", "string", "timestamp", "binary")
+COLUMN_TYPES = ("int64", "float64", "bool", "string", "timestamp", "duration", "binary")
 #: Logical types an operator may declare for its inputs (:attr:`StreamOperator.input_schema`):
 #: those of :data:`COLUMN_TYPES`, ``"category"`` (text the operator only compares or hashes by
 #: value: it receives a pandas Categorical, so that it works once per distinct value of a
@@ -51,7 +51,8 @@ class StreamOperator(ABC):
     """An incremental operator over an event-time-ordered stream.
 
     Subclasses declare ``FORMAT_TAG`` (8 ASCII characters) and ``output_schema`` (a list of
-    ``(name, type)`` with types from :data:`COLUMN_TYPES`; timestamps are int64 microseconds).
+    ``(name, type)`` with types from :data:`COLUMN_TYPES`; timestamps and durations are int64
+    microseconds).
     """
 
     FORMAT_TAG: ClassVar[str]
@@ -177,7 +178,7 @@ def empty_frame(schema: list[tuple[str, str]]) -> pd.DataFrame:
     [dtype('O'), dtype('int64')]
     """
     numpy_type = {"int64": "int64", "float64": "float64", "bool": "bool", "string": "object",
-                  "timestamp": "int64", "binary": "object"}
+                  "timestamp": "int64", "duration": "int64", "binary": "object"}
     return pd.DataFrame({name: pd.Series([], dtype=numpy_type[kind]) for name, kind in schema})
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 from typing import Any
@@ -15,8 +16,8 @@ def format_duration(micros: float | None) -> str:
 
     Parameters
     ----------
-    micros : float or None
-        The duration (µs); None (nothing measured) gives ``"–"``.
+    micros : float, timedelta or None
+        The duration (µs, or a timedelta); None (nothing measured) gives ``"–"``.
 
     Returns
     -------
@@ -28,9 +29,14 @@ def format_duration(micros: float | None) -> str:
     ('1.5 min', '2.5 ms', '0 s')
     >>> format_duration(None), format_duration(7 * 86_400_000_000)
     ('–', '7 d')
+    >>> format_duration(dt.timedelta(minutes=10))
+    '10 min'
+
     """
     if micros is None or (isinstance(micros, float) and math.isnan(micros)):
         return "–"
+    if isinstance(micros, dt.timedelta):  # a Spark day-time interval
+        micros = micros // dt.timedelta(microseconds=1)
     if micros == 0:
         return "0 s"
     size = abs(micros)

@@ -90,6 +90,7 @@ _SPARK_TYPES = {
     "bool": T.BooleanType(),
     "string": T.StringType(),
     "timestamp": T.LongType(),  # int64 µs from Python; converted to TimestampType in the JVM
+    "duration": T.LongType(),  # int64 µs from Python; a day-time interval in the JVM
     "binary": T.BinaryType(),
 }
 
@@ -418,22 +419,32 @@ def _output_columns(job: OperatorJob, returned: T.StructType, derived: dict[str,
     (SQL over the columns Python sent), the task's shard (one shard per task) and the
     rejected rows' reason (a batch's rejected rows are all malformed, and they alone have a
     detail) made here."""
-    restored = {name for name, kind in job.schema if kind == "timestamp"}
+    kinds = dict(job.schema)
     sent = {field.name for field in returned.fields}
     columns: dict[str, Column | str] = {}
     for name in [n for n, _ in job.schema] + [SHARD_OUT, REJECTED, DETAIL_OUT]:
+        restored = kinds.get(name) in ("timestamp", "duration")
         if name in sent:
-            column = F.col(name) if name in restored else name
+            column = F.col(name) if restored else name
         elif name in derived:
             column = F.expr(derived[name])
         elif name == SHARD_OUT:
             column = F.spark_partition_id()
         else:
             column = F.expr(f"CASE WHEN {DETAIL_OUT} IS NOT NULL THEN 'malformed' END")
-        columns[name] = clock.restore(column) if name in restored else column
+        if kinds.get(name) == "timestamp":
+            column = clock.restore(column)
+        elif kinds.get(name) == "duration":
+            column = _interval(column)
+        columns[name] = column
     if project is None:
         return [named(name, column) for name, column in columns.items()]
     return project(columns)
+
+
+def _interval(micros: Column) -> Column:
+    """A number of microseconds as a day-time interval (``INTERVAL DAY TO SECOND``)."""
+    return F.make_dt_interval(secs=micros.cast("decimal(18,0)") / F.lit(1_000_000))
 
 
 def named(name: str, column: Column | str) -> Column | str:

@@ -45,6 +45,7 @@ from windowkit.core.multigranular.aggregator import (
     make_spec,
 )
 from windowkit.core.multigranular.distinct import DEFAULT_PRECISION
+from windowkit.core.multigranular.spec import MultiGranularSpec
 from windowkit.core.operator import KEY
 from windowkit.core.validation import check_choice
 from windowkit.spark.adapter import (
@@ -81,6 +82,7 @@ def multi_granular(
     distinct: str | Column | None = None,
     distinct_precision: int = DEFAULT_PRECISION,
     origin: int = 0,
+    closed: str = "left",
     late: str | None = "1 minute",
     shards: int | None = None,
     time_unit: TimeUnit | None = None,
@@ -125,7 +127,14 @@ def multi_granular(
     distinct_precision : int
         ``lgConfigK`` of the sketches, 4..21 (default 12, ~1.6%; 4 KiB per sketch).
     origin : int
-        ``t0`` in µs since the epoch (default: the epoch, so windows align like ``window()``).
+        ``t0`` in µs since the epoch: every level's windows start on whole slides from it
+        (``window()``'s ``startTime``; default: the epoch).
+    closed : {"left", "right"}
+        ``"left"`` (default): each level's windows are those of ``window(time, range,
+        slide)``, ``[window_start, window_end)``, with the same rows and aggregates.
+        ``"right"``: the paper's scopes ``(tc - range, tc]`` at each instant ``tc`` where the
+        level slides, given as ``[tc - range + 1 µs, tc + 1 µs)``; rows before ``origin``
+        are then ``malformed``.
     late : str, optional
         Streaming only: the watermark delay; rows behind the watermark come out as ``late``.
     shards : int, optional
@@ -137,10 +146,9 @@ def multi_granular(
     Returns
     -------
     DataFrame
-        One row per key, level and report: ``key`` (named after ``by``), ``level``,
-        ``range`` and ``slide`` (µs), ``window_start`` and ``window_end`` (the scope of
-        the report at ``tc``, ``(tc - range, tc]``, as a half-open interval: ``window_end``
-        is one microsecond after the report instant ``tc``; in the kind of ``time``:
+        One row per key, level and window holding a row of the key: ``key`` (named after
+        ``by``), ``level`` (0 = the finest, the paper's numbering), ``range`` and ``slide``
+        (day-time intervals), ``window_start`` and ``window_end`` (in the kind of ``time``:
         timestamps, ``timestamp_ntz`` for ``timestamp_ntz`` and dates, integers in
         ``time_unit``), the aggregates; plus
         ``rejected`` (``malformed``/``late``, else null) and ``detail`` (the rejected row as
@@ -154,19 +162,24 @@ def multi_granular(
     ...                            "src string, t timestamp, v double")
     >>> out = multi_granular(df, "t", "RANGES 2 MINUTES, 1 MINUTE SLIDES 1 MINUTE, 1 MINUTE",
     ...                      by="src", value="v", aggregates=["count", "sum"])
-    >>> out.orderBy("window_end", "level").select("level", "count", "sum").show()
-    +-----+-----+----+
-    |level|count| sum|
-    +-----+-----+----+
-    |    0|    3| 6.0|
-    |    1|    3| 6.0|
-    |    0|    1| 4.0|
-    |    1|    4|10.0|
-    |    1|    1| 4.0|
-    +-----+-----+----+
+    >>> out.orderBy("window_end", "level").select("level", "window_start", "count", "sum").show()
+    +-----+-------------------+-----+----+
+    |level|       window_start|count| sum|
+    +-----+-------------------+-----+----+
+    |    0|2024-01-01 00:00:00|    3| 6.0|
+    |    1|2023-12-31 23:59:00|    3| 6.0|
+    |    0|2024-01-01 00:01:00|    1| 4.0|
+    |    1|2024-01-01 00:00:00|    4|10.0|
+    |    1|2024-01-01 00:01:00|    1| 4.0|
+    +-----+-------------------+-----+----+
     <BLANKLINE>
+
+    Level 1 holds exactly the windows of ``window("t", "2 minutes", "1 minute")``:
+
+    >>> out.filter("level = 1").select("range", "slide").first()
+    Row(range=datetime.timedelta(seconds=120), slide=datetime.timedelta(seconds=60))
     """
-    spec = make_spec(window, levels, origin)
+    spec = make_spec(window, levels, origin, closed)
     config = AggregatorConfig(spec, tuple(aggregates), bool(regression),
                               None if weights is None else tuple(float(w) for w in weights),
                               report, distinct is not None, distinct_precision)
@@ -178,7 +191,7 @@ def multi_granular(
     value_col = F.lit(0.0) if value is None else (F.col(value) if isinstance(value, str)
                                                   else value)
     number = _number(value_col) if value is not None else F.lit(0.0)
-    valid = number.isNotNull() & (micros >= F.lit(spec.origin))
+    valid = number.isNotNull() & (micros >= F.lit(config.effective_spec.first_instant))
     key_col = F.lit("") if by is None else F.col(by)
     factory = functools.partial(MultiGranularAggregator, config=config)
     renamed = {} if distinct is None else {
@@ -210,6 +223,7 @@ def recurring_items(
     by: str | None = None,
     report: ReportMode = "periodic",
     origin: int = 0,
+    closed: str = "left",
     late: str | None = "1 minute",
     shards: int | None = None,
     time_unit: TimeUnit | None = None,
@@ -220,8 +234,8 @@ def recurring_items(
     occur in each of the intervals ``[t_j, t_(j-1))`` for ``j <= k`` (level 0: its whole
     scope), with ``count``, the item's occurrences in level ``k``'s scope, to rank them.
 
-    Parameters are those of :func:`multi_granular`, with ``item`` the column whose values
-    recur (cast to string; a null item makes the row malformed).
+    Parameters are those of :func:`multi_granular` (the same windows), with ``item`` the
+    column whose values recur (cast to string; a null item makes the row malformed).
 
     Returns
     -------
@@ -237,36 +251,34 @@ def recurring_items(
     >>> df = spark.createDataFrame(rows, "host string, t timestamp, proto string")
     >>> out = recurring_items(df, "t", "proto", "RANGES 4 MINUTES, 2 MINUTES SLIDES 2 MINUTES, "
     ...                       "1 MINUTE", by="host")
-    >>> out.filter("level = 1").select("item", "count").orderBy("window_end").show()
-    +----+-----+
-    |item|count|
-    +----+-----+
-    | tcp|    2|
-    | tcp|    2|
-    +----+-----+
+    >>> out.filter("level = 1").select("item", "window_start", "window_end", "count").show()
+    +----+-------------------+-------------------+-----+
+    |item|       window_start|         window_end|count|
+    +----+-------------------+-------------------+-----+
+    | tcp|2024-01-01 00:00:00|2024-01-01 00:04:00|    3|
+    +----+-------------------+-------------------+-----+
     <BLANKLINE>
     """
     check_choice("report", report, ("periodic", "continuous"))
-    spec = make_spec(window, levels, origin)
+    spec = make_spec(window, levels, origin, closed)
+    effective = spec.continuous() if report == "continuous" else spec
     clock = event_time(df, time, time_unit)
     micros = clock.micros()
     item_col = (F.col(item) if isinstance(item, str) else item).cast("string")
-    valid = item_col.isNotNull() & (micros >= F.lit(spec.origin))
+    valid = item_col.isNotNull() & (micros >= F.lit(effective.first_instant))
     key_col = F.lit("") if by is None else F.col(by)
     factory = functools.partial(RecurringItems, levels=[(lv.range, lv.slide)
                                                         for lv in spec.levels],
-                                origin=spec.origin, report=report)
-    effective = spec.continuous() if report == "continuous" else spec
+                                origin=spec.origin, report=report, closed=closed)
     project = _projection(df, by)
     if df.isStreaming:
         job = OperatorJob(factory=factory, inputs={"item": item_col}, valid=valid)
         return run_operator(df, job, time=F.timestamp_micros(micros), key=by, shards=shards,
                             late=late, project=project, times_like=clock)
     good = _good(valid, micros, key_col)
-    b0, t0 = effective.finest_slide, effective.origin
-    base = _with_malformed(df, good, key_col, micros, t0, b0, {_ITEM: item_col})
+    base = _with_malformed(df, good, key_col, micros, effective, {_ITEM: item_col})
     cells = base.groupBy(_KEY, _ITEM, _GRANULE, _DETAIL).agg(F.expr("count(1) AS cell_n"),
-                                                             _granule_end(t0, b0))
+                                                             _granule_end(effective))
     return _run_cells(cells, factory, {"item": F.expr(_ITEM), "cell_n": F.expr("cell_n")},
                       shards, project, clock)
 
@@ -293,7 +305,6 @@ def _batch_cells(df: DataFrame, micros: Column, key_col: Column, number: Column,
     """Batch: one cell per key and finest granule in the JVM (with its HLL sketch of ``item``
     for distinct counts), then the chains in Python."""
     spec = config.effective_spec
-    b0, t0 = spec.finest_slide, spec.origin
     good = _good(valid, micros, key_col)
     # only the moments the reports read: each costs the JVM's aggregation a buffer and the
     # transfer to Python a column (and each Column built costs the driver py4j calls)
@@ -302,15 +313,15 @@ def _batch_cells(df: DataFrame, micros: Column, key_col: Column, number: Column,
     if item is not None:
         columns[_ITEM] = item
     if {"cell_t_mean", "cell_t_m2", "cell_tv"} & set(wanted):
-        # the row's time from its granule's end, within (-b0, 0]: doubles stay exact
-        columns["wk_dt"] = (micros - F.lit(t0) - _granule_of(micros, t0, b0) * F.lit(b0)
+        # the row's time from its granule's last instant, within (-b0, 0]: doubles stay exact
+        columns["wk_dt"] = (micros - _granule_end_micros(_granule_of(micros, spec), spec)
                             ).cast("double")
-    base = _with_malformed(df, good, key_col, micros, t0, b0, columns)
+    base = _with_malformed(df, good, key_col, micros, spec, columns)
     sketch = ([F.hll_sketch_agg(_ITEM, config.distinct_precision).alias(CELL_HLL)]
               if config.distinct else [])
     cells = (base.groupBy(_KEY, _GRANULE, _DETAIL)
              .agg(*[F.expr(_CELL_AGGREGATES[c]).alias(c) for c in wanted], *sketch,
-                  _granule_end(t0, b0)))
+                  _granule_end(spec)))
     inputs = {c: F.expr(f"CAST({c} AS DOUBLE)") for c in wanted}
     if config.distinct:
         inputs[CELL_HLL] = F.expr(CELL_HLL)
@@ -326,15 +337,22 @@ _CELL_AGGREGATES = {
 }
 
 
-def _granule_end(t0: int, b0: int) -> Column:
-    """The end instant of the cell's granule, a timestamp (an expression of a grouping
+def _granule_end(spec: MultiGranularSpec) -> Column:
+    """The last instant of the cell's granule, a timestamp (an expression of a grouping
     column, so the cells carry it by name); null for a malformed row's group."""
-    return F.expr(f"CASE WHEN {_GRANULE} >= 0 THEN timestamp_micros({int(t0)} + {_GRANULE} * "
-                  f"{int(b0)}) END AS {_END}")
+    granule = F.col(_GRANULE)
+    return F.when(granule >= 0, F.timestamp_micros(_granule_end_micros(granule, spec))
+                  ).alias(_END)
 
 
-def _with_malformed(df: DataFrame, good: Column, key_col: Column, micros: Column, t0: int,
-                    b0: int, columns: dict[str, Column]) -> DataFrame:
+def _granule_end_micros(granule: Column, spec: MultiGranularSpec) -> Column:
+    """The last instant (µs) of finest ``granule`` (see :meth:`MultiGranularSpec.chain`)."""
+    chain = spec.chain()
+    return granule * F.lit(chain.finest_slide) + F.lit(chain.origin - spec.shift)
+
+
+def _with_malformed(df: DataFrame, good: Column, key_col: Column, micros: Column,
+                    spec: MultiGranularSpec, columns: dict[str, Column]) -> DataFrame:
     """The rows for the JVM aggregation by (key, granule, detail), malformed ones included.
 
     A good row has its key and its granule, ``>= 0`` since its time is at least ``t0``, and
@@ -349,7 +367,7 @@ def _with_malformed(df: DataFrame, good: Column, key_col: Column, micros: Column
     original = row_json(df, own_only=False)
     return df.select(
         F.when(good, key_col).alias(_KEY),
-        F.when(good, _granule_of(micros, t0, b0))
+        F.when(good, _granule_of(micros, spec))
         .otherwise(F.lit(-1) - F.monotonically_increasing_id()).alias(_GRANULE),
         F.when(~good, original).alias(_DETAIL),
         *[F.when(good, column).alias(name) for name, column in columns.items()])
@@ -370,9 +388,14 @@ def _good(valid: Column, micros: Column, key_col: Column) -> Column:
     return F.coalesce(valid & micros.isNotNull() & key_col.isNotNull(), F.lit(False))
 
 
-def _granule_of(micros: Column, t0: int, b0: int) -> Column:
-    """``ceil((t - t0) / b0)`` in integers (for ``t >= t0``, so ``div`` truncates = floors)."""
-    return F.call_function("div", micros - F.lit(int(t0)) + F.lit(int(b0) - 1), F.lit(int(b0)))
+def _granule_of(micros: Column, spec: MultiGranularSpec) -> Column:
+    """The finest granule of the chain (:meth:`MultiGranularSpec.chain`) holding each time,
+    ``ceil((t + shift - t0) / b0)`` in integers (``t`` is in a window, so ``t + shift >= t0``
+    and ``div`` truncates = floors)."""
+    chain = spec.chain()
+    b0 = int(chain.finest_slide)
+    return F.call_function("div", micros + F.lit(spec.shift - int(chain.origin) + b0 - 1),
+                           F.lit(b0))
 
 
 def _projection(df: DataFrame, by: str | None, renamed: dict[str, str] | None = None):

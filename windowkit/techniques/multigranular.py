@@ -24,7 +24,7 @@ def check_levels(params: dict[str, Any]) -> None:
 
     levels = params.get("levels")
     make_spec(params.get("window"), None if levels is None else [tuple(lv) for lv in levels],
-              params.get("origin", 0))
+              params.get("origin", 0), params.get("closed", "left"))
     for name in params.get("aggregates", ()):
         check_choice("aggregates", name, AGGREGATES)
     if "distinct_precision" in params:

@@ -60,7 +60,9 @@ def states() -> dict[str, object]:
         "runner_threshold": _runner(ThresholdFramer(min_duration="2 rows"),
                                     FRAME_ROWS.assign(value=FRAME_ROWS.value > 1.5), 3),
         "runner_delta": _runner(DeltaFramer(2.0), FRAME_ROWS, 3),
-        "runner_multigranular": _runner(MultiGranularAggregator(levels=[(4, 2), (8, 4)]),
+        # bytes written before `closed` existed had the paper's scopes
+        "runner_multigranular": _runner(MultiGranularAggregator(levels=[(4, 2), (8, 4)],
+                                                                closed="right"),
                                         FRAME_ROWS, 3),
         "runner_countmin": _runner(WindowedCountMinOperator(SimpleWindowCM(10, depth=2, width=8),
                                                             snapshot_every=2), ITEM_ROWS, 4),

@@ -1,11 +1,14 @@
 """Multi-grained aggregation and online regression over a multi-granular window (paper IV.A-B).
 
 One :class:`MultiGranularAggregator` holds the stairwise chains of many keys. Per key and
-level, a *report* is issued at every instant ``tc`` where the level slides
-(``(tc - t0) mod b_k = 0``) and its scope ``(tc - w_k, tc]`` holds at least one row of the key, the
-rule of Spark's ``window()``. A report is final, and emitted, once every row up to ``tc`` has
-arrived: when the operator sees a later row, a watermark at or past ``tc``, or the end of the
-input. So the reports do not depend on how the stream is cut into batches.
+level, a *report* is issued for every window of the level that holds at least one row of the
+key, the rule of Spark's ``window()``: by default (``closed="left"``) the windows of
+``window(time, range, slide)``, ``[s, s + w_k)`` with ``s - t0`` a whole multiple of ``b_k``;
+with ``closed="right"`` the paper's scopes ``(tc - w_k, tc]`` at the instants ``tc`` where the
+level slides (``(tc - t0) mod b_k = 0``). Either way a report gives its window as
+``[window_start, window_end)``. A report is final, and emitted, once every row before its
+``window_end`` has arrived: when the operator sees a later row, a watermark at or past it, or
+the end of the input. So the reports do not depend on how the stream is cut into batches.
 
 Aggregates: ``count``, ``sum``, ``mean``, ``min``, ``max``, ``variance`` and ``stddev`` (the
 sample ones, like Spark's; NaN under two rows). Min and max are kept per cell and merged over
@@ -20,10 +23,10 @@ Online linear regression (``regression=True``), equations 6 and 7 of the paper w
 a point ``(t, value)``: instants with no row contribute no point (they are not filled with the
 latest value, which at microsecond instants would weigh a value by how long it went unrevised),
 and rows sharing an instant are separate points. ``slope`` is in value units per second and
-``intercept`` is the fitted value at the report instant ``tc``, i.e. time is measured in
-seconds relative to ``tc``, so doubles keep their precision whatever the epoch. The sums are
-held as centred co-moments per cell and merged exactly (no subtraction of large sums). NaN when
-all points of the scope share one instant.
+``intercept`` is the fitted value at the window's last instant (``window_end`` - 1 µs), i.e.
+time is measured in seconds relative to it, so doubles keep their precision whatever the epoch.
+The sums are held as centred co-moments per cell and merged exactly (no subtraction of large
+sums). NaN when all points of the scope share one instant.
 
 Distinct counts (``distinct=True``, beyond the paper): ``distinct``, the number of distinct
 ``item`` values in each report's scope, estimated by merging per-granule HyperLogLog sketches
@@ -91,7 +94,8 @@ CELL_COLUMNS = ("cell_n", "cell_sum", "cell_min", "cell_max", "cell_mean", "cell
 #: max and the decayed aggregates need the first four; variance and stddev the value's
 #: moments too; regression all of them.
 _CELLS_PLAIN, _CELLS_VARIANCE, _CELLS_REGRESSION = 4, 6, len(CELL_COLUMNS)
-REPORT_COLUMNS = [(KEY, "string"), ("level", "int64"), ("range", "int64"), ("slide", "int64"),
+REPORT_COLUMNS = [(KEY, "string"), ("level", "int64"), ("range", "duration"),
+                  ("slide", "duration"),
                   ("window_start", "timestamp"), ("window_end", "timestamp")]
 
 
@@ -167,7 +171,7 @@ class AggregatorConfig:
 
 
 def make_spec(window: str | MultiGranularSpec | None, levels: list | None,
-              origin: int = 0) -> MultiGranularSpec:
+              origin: int = 0, closed: str = "left") -> MultiGranularSpec:
     """A specification from the paper's clause or from ``levels`` (exactly one of them).
 
     Examples
@@ -181,15 +185,20 @@ def make_spec(window: str | MultiGranularSpec | None, levels: list | None,
         msg = "give exactly one of `window` (the RANGES ... SLIDES ... clause) and `levels`"
         raise ValueError(msg)
     if window is not None:
-        return MultiGranularSpec.parse(window, origin)
-    return MultiGranularSpec.from_levels(levels, origin)
+        return MultiGranularSpec.parse(window, origin, closed)
+    return MultiGranularSpec.from_levels(levels, origin, closed)
 
 
 class ChainOperator(StreamOperator):
     """What the multi-granular operators share: a :class:`ChainState` in ``_state`` whose
-    reports ``_frame`` turns into output rows, settled by the watermark or the input's end."""
+    reports ``_frame`` turns into output rows, settled by the watermark or the input's end.
+
+    The chain runs the paper's specification (:meth:`MultiGranularSpec.chain`) on times moved
+    by ``_shift`` µs: every time and watermark coming in is moved forward by it, and every
+    instant going out back."""
 
     _state: ChainState
+    _shift: int = 0
     # keys are only grouped and compared, and given back as they came
     INTEGER_KEYS = True
 
@@ -199,25 +208,47 @@ class ChainOperator(StreamOperator):
 
         Examples
         --------
-        >>> agg = MultiGranularAggregator(levels=[(4, 1), (8, 2)])
-        >>> agg.derived_outputs["window_start"]
-        'greatest(0, window_end - CASE level WHEN 0 THEN 4 WHEN 1 THEN 8 END)'
+        >>> agg = MultiGranularAggregator(levels=[(4, 1), (8, 2)], closed="right")
+        >>> agg.derived_outputs["slide"]
+        'CASE level WHEN 0 THEN 1 WHEN 1 THEN 2 END'
         """
         spec = self._state.spec
         level = "CASE level " + " ".join(f"WHEN {k} THEN {{}}" for k in range(spec.n_levels))
         level += " END"
         ranges = level.format(*[int(lv.range) for lv in spec.levels])
+        first = int(spec.origin) - self._shift
+        # (greatest() skips nulls: a rejected row's window_start would be `first`)
+        start = (f"CASE WHEN window_end IS NOT NULL THEN greatest({first}, window_end - "
+                 f"{ranges}) END")
         return {"range": ranges, "slide": level.format(*[int(lv.slide) for lv in spec.levels]),
-                "window_start": f"greatest({int(spec.origin)}, window_end - {ranges})"}
+                "window_start": start}
+
+    def _window_bounds(self, granule: np.ndarray, ranges: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """``window_start`` and ``window_end`` (µs) of reports at chain ``granule`` ends."""
+        spec = self._state.spec
+        end = spec.origin + granule * spec.finest_slide + 1 - self._shift
+        return np.maximum(spec.origin - self._shift, end - ranges), end
+
+    def _chain_times(self, time: np.ndarray) -> np.ndarray:
+        """Input times on the chain's clock; refuses times before reports already final."""
+        time = time + self._shift if self._shift else time
+        frontier = self._state.frontier
+        if frontier is not None and len(time) and time.min() <= frontier:
+            msg = (f"`time` went backwards: {int(time.min()) - self._shift} after reports up "
+                   f"to {frontier - self._shift} were final; rows must arrive in time order")
+            raise ValueError(msg)
+        return time
 
     def _frame(self, rep: Reports) -> pd.DataFrame:  # pragma: no cover - overridden
         raise NotImplementedError
 
     def advance(self, watermark: int) -> pd.DataFrame:
         """Learn that no row at or before ``watermark`` will come: emit the reports due."""
+        watermark = int(watermark) + self._shift
         if self._state.frontier is not None and watermark <= self._state.frontier:
             return self.empty_output()
-        return self._settle(self._state.advance(int(watermark)))
+        return self._settle(self._state.advance(watermark))
 
     def finish(self) -> pd.DataFrame:
         """End of input: emit every remaining report."""
@@ -241,7 +272,8 @@ class ChainOperator(StreamOperator):
 
     def next_deadline(self) -> int | None:
         """The smallest watermark at which :meth:`advance` emits a report, if any."""
-        return self._state.next_deadline()
+        deadline = self._state.next_deadline()
+        return None if deadline is None else deadline - self._shift
 
 
 @register()
@@ -259,7 +291,11 @@ class MultiGranularAggregator(ChainOperator):
     levels : list of (range, slide), optional
         Finest level first, instead of ``window``.
     origin : int
-        ``t0`` (µs); rows before it belong to no scope and are counted in ``before_origin``.
+        ``t0`` (µs): windows start on whole slides from it.
+    closed : {"left", "right"}
+        ``"left"``: the windows of ``window()``, ``[s, s + range)``; ``"right"``: the paper's
+        scopes ``(tc - range, tc]``, and rows before ``origin`` belong to no scope and are
+        counted in ``before_origin``.
     aggregates : tuple of str
         Among ``count, sum, mean, min, max, variance, stddev``.
     regression : bool
@@ -278,12 +314,19 @@ class MultiGranularAggregator(ChainOperator):
     --------
     The paper's Fig. 4 levels ``<4,1>, <8,2>, <16,4>`` (one time unit = 1 µs here):
 
-    >>> agg = MultiGranularAggregator(levels=[(4, 1), (8, 2), (16, 4)])
+    >>> agg = MultiGranularAggregator(levels=[(4, 1), (8, 2), (16, 4)], closed="right")
     >>> rows = pd.DataFrame({"key": "a", "time": [1, 2, 3, 9], "value": [1.0, 2.0, 3.0, 4.0]})
     >>> out = pd.concat([agg.process(rows), agg.finish()])
     >>> at_8 = out[out.window_end == 9]  # tc = 8: levels 1 and 2 slide, level 0's scope is empty
     >>> at_8[["level", "window_start", "window_end", "count"]].values.tolist()
     [[1, 1, 9, 3], [2, 0, 9, 3]]
+
+    The same rows in the windows of ``window(time, 8, 2)`` and ``window(time, 16, 4)``:
+
+    >>> agg = MultiGranularAggregator(levels=[(4, 1), (8, 2), (16, 4)])
+    >>> out = pd.concat([agg.process(rows), agg.finish()])
+    >>> out[out.window_end == 8][["level", "window_start", "window_end", "count"]].values.tolist()
+    [[1, 0, 8, 3], [2, -8, 8, 3]]
     """
 
     FORMAT_TAG = "MGRAGGR"
@@ -303,17 +346,19 @@ class MultiGranularAggregator(ChainOperator):
         distinct: bool = False,
         distinct_precision: int = DEFAULT_PRECISION,
         *,
+        closed: str = "left",
         config: AggregatorConfig | None = None,
     ) -> None:
         self.config = config or AggregatorConfig(
-            make_spec(window, levels, origin), tuple(aggregates), bool(regression),
+            make_spec(window, levels, origin, closed), tuple(aggregates), bool(regression),
             None if weights is None else tuple(weights), report, distinct, distinct_precision)
         full = self.config.regression or bool({"variance", "stddev"} & set(
             self.config.aggregates))
-        self._state = ChainState(self.config.effective_spec,
-                                 N_FIELDS if full else BASIC_FIELDS, self.config.weights, full)
-        self._sketches = (DistinctSketches(self.config.effective_spec,
-                                           self.config.distinct_precision)
+        effective = self.config.effective_spec
+        self._shift = effective.shift
+        self._state = ChainState(effective.chain(), N_FIELDS if full else BASIC_FIELDS,
+                                 self.config.weights, full)
+        self._sketches = (DistinctSketches(effective.chain(), self.config.distinct_precision)
                           if self.config.distinct else None)
         self.before_origin = 0
 
@@ -367,14 +412,10 @@ class MultiGranularAggregator(ChainOperator):
             msg = (f"`distinct` needs an {ITEM!r} column (or {CELL_HLL!r} sketches) in the "
                    f"input; got columns {list(batch.columns)}")
             raise ValueError(msg)
-        time = batch[TIME].to_numpy().astype(np.int64, copy=False)
+        time = self._chain_times(batch[TIME].to_numpy().astype(np.int64, copy=False))
         keys = batch[KEY] if KEY in batch else np.zeros(len(batch), dtype=np.int64)
         st = self._state
-        if st.frontier is not None and time.min() <= st.frontier:
-            msg = (f"`time` went backwards: {int(time.min())} after reports up to "
-                   f"{st.frontier} were final; rows must arrive in time order")
-            raise ValueError(msg)
-        keep = time >= self.spec.origin
+        keep = time >= st.spec.origin
         if not keep.all():
             self.before_origin += int((~keep).sum())
             batch, time = batch[keep], time[keep]
@@ -436,7 +477,7 @@ class MultiGranularAggregator(ChainOperator):
 
         Examples
         --------
-        >>> agg = MultiGranularAggregator(levels=[(2, 1), (4, 2)])
+        >>> agg = MultiGranularAggregator(levels=[(2, 1), (4, 2)], closed="right")
         >>> _ = agg.process(pd.DataFrame({"key": "a", "time": [1, 2, 3, 4, 5],
         ...                               "value": [1.0, 2.0, 3.0, 4.0, 5.0]}))
         >>> agg.horizon(4)[["key", "count", "sum"]].values.tolist()
@@ -480,7 +521,6 @@ class MultiGranularAggregator(ChainOperator):
         spec = self._state.spec
         ranges = np.array([lv.range for lv in spec.levels], dtype=np.int64)
         slides = np.array([lv.slide for lv in spec.levels], dtype=np.int64)
-        tc = spec.origin + rep.granule * spec.finest_slide
         if horizon is None:
             rng, sld = ranges[rep.level], slides[rep.level]
         else:
@@ -493,9 +533,8 @@ class MultiGranularAggregator(ChainOperator):
             "level": rep.level.astype(np.int64),
             "range": rng,
             "slide": sld,
-            "window_start": np.maximum(spec.origin, tc - rng + 1),
-            "window_end": tc + 1,
         }
+        cols["window_start"], cols["window_end"] = self._window_bounds(rep.granule, rng)
         with np.errstate(divide="ignore", invalid="ignore"):
             values = {"count": n.astype(np.int64), "sum": c[:, SUM], "mean": c[:, SUM] / n,
                       "min": c[:, MIN], "max": c[:, MAX]}
@@ -546,7 +585,8 @@ class MultiGranularAggregator(ChainOperator):
         cfg = self.config
         return {
             "levels": [[lv.range, lv.slide] for lv in cfg.spec.levels],
-            "origin": cfg.spec.origin, "aggregates": list(cfg.aggregates),
+            "origin": cfg.spec.origin, "closed": cfg.spec.closed,
+            "aggregates": list(cfg.aggregates),
             "regression": cfg.regression,
             "weights": None if cfg.weights is None else list(cfg.weights),
             "report": cfg.report, "distinct": cfg.distinct,
@@ -565,8 +605,9 @@ class MultiGranularAggregator(ChainOperator):
         windowkit.core.serialization.StateFormatError: ...state bytes are too short ...
         """
         def build(meta: dict) -> MultiGranularAggregator:
+            # state written before windows could be closed on the left had the paper's scopes
             spec = MultiGranularSpec.from_levels([tuple(p) for p in meta["levels"]],
-                                                 meta["origin"])
+                                                 meta["origin"], meta.get("closed", "right"))
             weights = meta["weights"]
             return cls(config=AggregatorConfig(
                 spec, tuple(meta["aggregates"]), bool(meta["regression"]),

@@ -1,9 +1,10 @@
 """Recurring items over a multi-granular window (paper IV.C), with per-level counts.
 
-An item is *recurring* at a report of level ``k`` (an instant ``tc`` where level ``k``
-slides) if it occurs at least once in every disjoint interval ``D_j`` for ``j <= k``: ``D_0`` is
-level 0's scope and ``D_j`` level ``j``'s scope minus level ``j - 1``'s (the paper's
-``[t_j, t_(j-1))``), all at ``tc``. At the widest level that is the paper's definition.
+An item is *recurring* at a report of level ``k`` (a window of the level; see
+:mod:`windowkit.core.multigranular.spec` for which instants it holds) if it occurs at least
+once in every disjoint interval ``D_j`` for ``j <= k``: ``D_0`` is level 0's window and ``D_j``
+level ``j``'s window minus level ``j - 1``'s (the paper's ``[t_j, t_(j-1))``), all windows
+ending together. At the widest level that is the paper's definition.
 
 Each (key, item) pair has its own stairwise chain of *counts* per cell: the paper's bitmaps
 with "frequency counts instead of bits" (a bit is ``count > 0``), so the per-level counts come
@@ -44,14 +45,14 @@ class RecurringItems(ChainOperator):
 
     Parameters
     ----------
-    window, levels, origin, report
+    window, levels, origin, report, closed
         As for :class:`~windowkit.core.multigranular.aggregator.MultiGranularAggregator`.
 
     Examples
     --------
     The paper's Fig. 4 levels ``<4,1>, <8,2>, <16,4>``:
 
-    >>> rec = RecurringItems(levels=[(4, 1), (8, 2), (16, 4)])
+    >>> rec = RecurringItems(levels=[(4, 1), (8, 2), (16, 4)], closed="right")
     >>> rows = pd.DataFrame({"key": "s", "time": [1, 6, 9, 10, 12, 12],
     ...                      "item": [4, 4, 4, 7, 4, 7]})
     >>> out = pd.concat([rec.process(rows), rec.finish()])
@@ -68,12 +69,14 @@ class RecurringItems(ChainOperator):
         levels: list | None = None,
         origin: int = 0,
         report: ReportMode = "periodic",
+        closed: str = "left",
     ) -> None:
         check_choice("report", report, ("periodic", "continuous"))
-        self.spec = make_spec(window, levels, origin)
+        self.spec = make_spec(window, levels, origin, closed)
         self.report = report
         effective = self.spec.continuous() if report == "continuous" else self.spec
-        self._state = ChainState(effective, 1)
+        self._shift = effective.shift
+        self._state = ChainState(effective.chain(), 1)
         self.before_origin = 0
 
     @property
@@ -99,13 +102,9 @@ class RecurringItems(ChainOperator):
         if not len(batch):
             return self.empty_output()
         batch = batch.iloc[np.argsort(batch[TIME].to_numpy(), kind="stable")]
-        time = batch[TIME].to_numpy().astype(np.int64, copy=False)
+        time = self._chain_times(batch[TIME].to_numpy().astype(np.int64, copy=False))
         st = self._state
-        if st.frontier is not None and time[0] <= st.frontier:
-            msg = (f"`time` went backwards: {int(time[0])} after reports up to {st.frontier} "
-                   f"were final; rows must arrive in time order")
-            raise ValueError(msg)
-        keep = time >= self.spec.origin
+        keep = time >= st.spec.origin
         if not keep.all():
             self.before_origin += int((~keep).sum())
             batch, time = batch[keep], time[keep]
@@ -133,8 +132,8 @@ class RecurringItems(ChainOperator):
             return self.empty_output()
         spec = self._state.spec
         level = rep.level[keep]
-        tc = spec.origin + rep.granule[keep] * spec.finest_slide
         ranges = np.array([lv.range for lv in spec.levels], dtype=np.int64)[level]
+        start, end = self._window_bounds(rep.granule[keep], ranges)
         slides = np.array([lv.slide for lv in spec.levels], dtype=np.int64)[level]
         pairs = self._state.keys
         slots = rep.slot[keep].tolist()
@@ -142,7 +141,7 @@ class RecurringItems(ChainOperator):
             KEY: np.asarray([pairs[s][0] for s in slots], dtype=object),
             ITEM: np.asarray([pairs[s][1] for s in slots], dtype=object),
             "level": level.astype(np.int64), "range": ranges, "slide": slides,
-            "window_start": np.maximum(spec.origin, tc - ranges + 1), "window_end": tc + 1,
+            "window_start": start, "window_end": end,
             "count": rep.cells[keep, N].astype(np.int64),
         })
 
@@ -157,13 +156,14 @@ class RecurringItems(ChainOperator):
         1
         """
         meta = {"levels": [[lv.range, lv.slide] for lv in self.spec.levels],
-                "origin": self.spec.origin, "report": self.report}
+                "origin": self.spec.origin, "closed": self.spec.closed, "report": self.report}
         return _pack(self, meta)
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> RecurringItems:
         """Rebuild from :meth:`to_bytes` output; corrupt bytes raise StateFormatError."""
         def build(meta: dict) -> RecurringItems:
+            # state written before windows could be closed on the left had the paper's scopes
             return cls(levels=[tuple(p) for p in meta["levels"]], origin=meta["origin"],
-                       report=meta["report"])
+                       report=meta["report"], closed=meta.get("closed", "right"))
         return _unpack(cls, blob, build)

@@ -14,10 +14,20 @@ be built from the finer level's report at the same instant. Specifications that 
 refused with the rule they break.
 
 Time is int64 microseconds; the time domain is the paper's discrete instants, one per
-microsecond. The scope of level ``k`` at instant ``tc`` is the closed interval
-``[max(t0, t_k), tc - (tc - t0) mod b_k]`` with ``t_k = tc - (tc - t0) mod b_k - w_k + 1``,
-the paper's scope; as a half-open interval of microseconds that is
-``[max(t0, t_k), tc - (tc - t0) mod b_k + 1)``, which is how reports give their bounds.
+microsecond. Two conventions say which instants a window holds (``closed``):
+
+- ``"left"`` (the default), Spark's ``window()``: level ``k``'s windows are ``[s, s + w_k)``
+  with ``s - t0`` a whole multiple of ``b_k`` (``t0`` only aligns them, like ``window()``'s
+  ``startTime``; no row is before it).
+- ``"right"``, the paper's scope: at an instant ``tc`` where level ``k`` slides
+  (``(tc - t0) mod b_k = 0``) it is the closed interval ``[max(t0, tc - w_k + 1), tc]``, i.e.
+  ``(tc - w_k, tc]``; rows before ``t0`` belong to no scope.
+
+Both are reported as half-open ``[window_start, window_end)``. ``window()``'s windows are the
+paper's scopes one microsecond later (``[s, s + w)`` is ``(s - 1, s + w - 1]``), so one
+stairwise chain serves both: :meth:`MultiGranularSpec.chain` is the paper's specification the
+chain runs on times moved by :attr:`MultiGranularSpec.shift`, with an origin before every
+timestamp Spark can hold.
 """
 
 from __future__ import annotations
@@ -27,11 +37,16 @@ import re
 from dataclasses import dataclass
 
 from windowkit.core.durations import to_micros
+from windowkit.core.validation import check_choice
 
 _CLAUSE = re.compile(r"^\s*\[?\s*RANGES?\s+(?P<ranges>.+?)\s+SLIDES?\s+(?P<slides>.+?)\s*\]?\s*$",
                      re.IGNORECASE | re.DOTALL)
 #: Upper bound on the finest granules one key's chain may span (memory guard).
 MAX_CELLS_PER_KEY = 1 << 20
+#: Which end of a window is closed: ``"left"`` like ``window()``, ``"right"`` like the paper.
+CLOSED = ("left", "right")
+#: The first instant a Spark timestamp holds, 0001-01-01T00:00:00Z, in µs since the epoch.
+FIRST_TIMESTAMP = -62_135_596_800_000_000
 
 
 @dataclass(frozen=True)
@@ -71,9 +86,12 @@ class MultiGranularSpec:
     levels : tuple of Level
         Level 0 first (smallest range).
     origin : int
-        ``t0`` in microseconds since the epoch (default 0: report instants fall on whole
-        multiples of each slide from the epoch, like Spark's ``window()``). Rows before ``t0``
-        belong to no scope.
+        ``t0`` in microseconds since the epoch (default 0: windows start, or with
+        ``closed="right"`` report instants fall, on whole multiples of each slide from the
+        epoch, like Spark's ``window()``).
+    closed : {"left", "right"}
+        ``"left"`` (default): windows ``[s, s + range)`` like ``window()``; ``"right"``: the
+        paper's scopes ``(tc - range, tc]``, and rows before ``t0`` belong to no scope.
 
     Examples
     --------
@@ -81,14 +99,16 @@ class MultiGranularSpec:
     ...     "RANGES 1 HOUR, 10 MINUTES, 1 MINUTE SLIDES 5 MINUTES, 1 MINUTE, 1 SECOND")
     >>> [(lv.range // 1_000_000, lv.slide // 1_000_000) for lv in spec.levels]
     [(60, 1), (600, 60), (3600, 300)]
-    >>> spec.scope(2, 3_600_000_000 + 7)  # closed bounds, microseconds
-    (1, 3600000000)
+    >>> spec.scope(2, 3_600_000_000 + 6)  # closed bounds of [0 s, 3600 s), microseconds
+    (0, 3599999999)
     """
 
     levels: tuple[Level, ...]
     origin: int = 0
+    closed: str = "left"
 
     def __post_init__(self) -> None:
+        check_choice("closed", self.closed, CLOSED)
         if not isinstance(self.levels, tuple) or not self.levels:
             msg = f"`levels` must be a non-empty tuple of levels; got {self.levels!r}"
             raise ValueError(msg)
@@ -132,6 +152,7 @@ class MultiGranularSpec:
         cls,
         levels: list[tuple[str | int | dt.timedelta, str | int | dt.timedelta]],
         origin: int | dt.datetime = 0,
+        closed: str = "left",
     ) -> MultiGranularSpec:
         """Build from ``[(range, slide), ...]``, finest level first.
 
@@ -155,10 +176,11 @@ class MultiGranularSpec:
                 raise ValueError(msg)
             parsed.append(Level(to_micros(pair[0], f"levels[{k}] range"),
                                 to_micros(pair[1], f"levels[{k}] slide")))
-        return cls(tuple(parsed), _origin_us(origin))
+        return cls(tuple(parsed), _origin_us(origin), closed)
 
     @classmethod
-    def parse(cls, clause: str, origin: int | dt.datetime = 0) -> MultiGranularSpec:
+    def parse(cls, clause: str, origin: int | dt.datetime = 0,
+              closed: str = "left") -> MultiGranularSpec:
         """Parse the paper's clause ``RANGES r_(n-1), ..., r_0 SLIDES b_(n-1), ..., b_0``.
 
         Case-insensitive, brackets optional; levels may be listed widest first (the paper's
@@ -189,7 +211,7 @@ class MultiGranularSpec:
         pairs = list(zip(ranges, slides, strict=True))
         if len(values) > 1 and values[0] > values[-1]:
             pairs.reverse()  # the paper's order: widest first
-        return cls.from_levels(pairs, origin)
+        return cls.from_levels(pairs, origin, closed)
 
     # ------------------------------------------------------------------ derived values
     @property
@@ -215,18 +237,54 @@ class MultiGranularSpec:
         slides = ", ".join(_format_us(lv.slide) for lv in reversed(self.levels))
         return f"RANGES {ranges} SLIDES {slides}"
 
-    def scope(self, level: int, tc: int) -> tuple[int, int]:
-        """Closed bounds ``[max(t0, t_k), tc - (tc - t0) mod b_k]`` of ``level`` at ``tc``.
+    @property
+    def shift(self) -> int:
+        """What the chain adds to every time and watermark: 1 µs for ``closed="left"``
+        (``window()``'s ``[s, s + w)`` is the paper's ``(s - 1, s + w - 1]`` one µs later),
+        else 0."""
+        return 1 if self.closed == "left" else 0
+
+    def chain(self) -> MultiGranularSpec:
+        """The paper's specification (``closed="right"``) the stairwise chain runs, on times
+        moved by :attr:`shift`: for ``closed="left"``, its origin is the latest instant
+        aligned with ``t0`` on every slide at or before :data:`FIRST_TIMESTAMP`, so no row of
+        a timestamp column is before it.
 
         Examples
         --------
-        >>> spec = MultiGranularSpec.from_levels([(4, 1), (8, 2), (16, 4)])
+        >>> spec = MultiGranularSpec.from_levels([(4, 1), (8, 2)], origin=1)
+        >>> chain = spec.chain()
+        >>> chain.closed, chain.origin <= FIRST_TIMESTAMP, (chain.origin - 1) % 2
+        ('right', True, 0)
+        """
+        if self.closed == "right":
+            return self
+        coarsest = self.levels[-1].slide  # a whole multiple of every slide
+        steps = -(-(self.origin - FIRST_TIMESTAMP) // coarsest)
+        return MultiGranularSpec(self.levels, self.origin - steps * coarsest, "right")
+
+    @property
+    def first_instant(self) -> int:
+        """The earliest time a row may have to be in a window (``t0`` for ``closed="right"``;
+        before every timestamp for ``closed="left"``)."""
+        return self.chain().origin - self.shift
+
+    def scope(self, level: int, tc: int) -> tuple[int, int]:
+        """Closed bounds of ``level``'s latest window that ends by instant ``tc``: the
+        paper's ``[max(t0, t_k), tc - (tc - t0) mod b_k]`` for ``closed="right"``.
+
+        Examples
+        --------
+        >>> spec = MultiGranularSpec.from_levels([(4, 1), (8, 2), (16, 4)], closed="right")
         >>> spec.scope(1, 11), spec.scope(2, 11)
         ((3, 10), (0, 8))
+        >>> MultiGranularSpec.from_levels([(4, 1), (8, 2), (16, 4)]).scope(2, 11)
+        (-4, 11)
         """
+        chain, shift = self.chain(), self.shift
         lv = self.levels[level]
-        front = tc - (tc - self.origin) % lv.slide
-        return max(self.origin, front - lv.range + 1), front
+        front = tc + shift - (tc + shift - chain.origin) % lv.slide
+        return max(chain.origin, front - lv.range + 1) - shift, front - shift
 
     def continuous(self) -> MultiGranularSpec:
         """The same ranges, every level sliding at the finest slide (continuous reporting).
@@ -237,7 +295,8 @@ class MultiGranularSpec:
         Level(range=8, slide=1)
         """
         b0 = self.finest_slide
-        return MultiGranularSpec(tuple(Level(lv.range, b0) for lv in self.levels), self.origin)
+        return MultiGranularSpec(tuple(Level(lv.range, b0) for lv in self.levels), self.origin,
+                                 self.closed)
 
 
 def _origin_us(origin: int | dt.datetime) -> int:
