@@ -259,3 +259,45 @@ def test_sliding_batch_windows_run_no_spark_job_until_the_users_action_issue35(s
         sc.setLocalProperty("spark.jobGroup.id", None)
     assert list(sc.statusTracker().getJobIdsForGroup("wk-lazy-persistent")) == []
     assert spark_rows(result) == core_run(pdf, 0.5, 0.25, 8)
+
+
+def test_windows_are_those_of_spark_window_with_the_same_persistence(spark):
+    """Every window ``exact_persistent_items`` and the (here exact) sketch report is a window
+    of ``window(time, window_slots * slot, slot, startTime)`` holding the item in at least
+    ``alpha * window_slots`` distinct slots, up to the window ending with the input's last
+    slot; rows lie on slot bounds and the origin is not the epoch's (issue #36, point 1)."""
+    from pyspark.sql import functions as F
+
+    pdf = make_rows(n_items=12, n_slots=30, seed=8, strings=True)
+    on_bound = np.arange(len(pdf)) % 3 == 0  # a third exactly where a slot starts
+    pdf["t"] = np.where(on_bound, pdf["t"] - (pdf["t"] - 3_000_000) % SLOT_US, pdf["t"])
+    df = to_spark(spark, pdf)
+    origin_us = T0 + 3_000_000  # 3 s past the epoch's 10 s slots
+    origin = pd.Timestamp(origin_us, unit="us").strftime("%Y-%m-%d %H:%M:%S")
+    n, alpha, epsilon = 4, 1.0, 0.5  # epsilon * n = 2: the sketch is exact, threshold 2 slots
+    exact = exact_persistent_items(df, "item", "t", slot="10 seconds", window_slots=n,
+                                   alpha=alpha - epsilon, origin=origin)
+    sketch = persistent_items(df, "item", "t", slot="10 seconds", window_slots=n,
+                              alpha=alpha, epsilon=epsilon, origin=origin)
+    slot = F.floor((F.unix_micros("t") - F.lit(origin_us)) / F.lit(SLOT_US))
+    spark_window = F.window("t", "40 seconds", "10 seconds", "3 seconds")
+    want = (df.groupBy("item", spark_window.alias("w"))
+            .agg(F.countDistinct(slot).alias("persistence"))
+            .where("persistence >= 2")
+            .select("item", F.col("w.start").alias("start"), F.col("w.end").alias("end"),
+                    "persistence").toPandas())
+    last_slot = (int(pdf["t"].max()) - origin_us) // SLOT_US
+    last_end = pd.Timestamp(origin_us + (last_slot + 1) * SLOT_US, unit="us")
+    want = want[want["end"] <= last_end].sort_values(["item", "start"], ignore_index=True)
+    assert len(want) > 20
+    for out in (exact, sketch):
+        got = (out.where("window_start IS NOT NULL")
+               .select("item", F.col("window_start").alias("start"),
+                       F.col("window_end").alias("end"), *(
+                           ["persistence"] if "persistence" in out.columns else []))
+               .toPandas().sort_values(["item", "start"], ignore_index=True))
+        assert got[["item", "start", "end"]].values.tolist() == \
+            want[["item", "start", "end"]].values.tolist()
+    assert got.shape[0] == len(want)
+    exact_rows = exact.where("window_start IS NOT NULL").toPandas()
+    assert sorted(exact_rows["persistence"]) == sorted(want["persistence"])

@@ -11,6 +11,20 @@ _STEPS_US = ((86_400_000_000, "d"), (3_600_000_000, "h"), (60_000_000, "min"),
              (1_000_000, "s"), (1_000, "ms"), (1, "µs"))
 
 
+def duration_micros(value: float | dt.timedelta) -> float:
+    """A duration in microseconds, from microseconds or a timedelta (how a Spark day-time
+    interval such as a multi-granular level's ``range`` comes to Python).
+
+    Examples
+    --------
+    >>> duration_micros(dt.timedelta(minutes=1)), duration_micros(5)
+    (60000000, 5)
+    """
+    if isinstance(value, dt.timedelta):
+        return value // dt.timedelta(microseconds=1)
+    return value
+
+
 def format_duration(micros: float | None) -> str:
     """A duration in microseconds, in the largest unit it fills, three significant digits.
 
@@ -35,8 +49,7 @@ def format_duration(micros: float | None) -> str:
     """
     if micros is None or (isinstance(micros, float) and math.isnan(micros)):
         return "–"
-    if isinstance(micros, dt.timedelta):  # a Spark day-time interval
-        micros = micros // dt.timedelta(microseconds=1)
+    micros = duration_micros(micros)
     if micros == 0:
         return "0 s"
     size = abs(micros)

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from windowkit.report import section as sec
 from windowkit.report.collect import MAX_POINTS, time_micros
 from windowkit.report.figures import as_datetime, drawn, empty_note, subplots, to_png
-from windowkit.report.format import format_duration
+from windowkit.report.format import duration_micros, format_duration
 from windowkit.report.model import StepRun
 
 #: The aggregate drawn, the first present in a result: a burst shows in the count and the
@@ -206,7 +206,8 @@ def level_lines(rows: DataFrame, value: Column, *, reduce: str, silent: float | 
     lo, width = F.lit(None).cast("long"), F.lit(None).cast("long")
     for level in levels:
         span = level["hi"] - level["lo"] + 1
-        wide = 1 if span <= MAX_POINTS * level["slide"] else -(-span // MAX_POINTS)
+        wide = (1 if span <= MAX_POINTS * duration_micros(level["slide"])
+                else -(-span // MAX_POINTS))
         mine = F.col("level") == F.lit(level["level"])
         lo, width = (F.when(mine, F.lit(level["lo"])).otherwise(lo),
                      F.when(mine, F.lit(wide)).otherwise(width))
@@ -222,7 +223,7 @@ def level_lines(rows: DataFrame, value: Column, *, reduce: str, silent: float | 
         mine = reduced.loc[reduced["level"] == level["level"], ["t", "value"]]
         mine = mine.astype({"t": "int64", "value": "float64"}).sort_values("t", kind="stable")
         out[level_label(level["range"], level["slide"])] = break_gaps(
-            mine.reset_index(drop=True), int(level["slide"]), silent)
+            mine.reset_index(drop=True), int(duration_micros(level["slide"])), silent)
     return out
 
 

@@ -26,6 +26,7 @@ sketches and the same estimates. Estimating in the core rather than with a windo
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 
 from pyspark.sql import Column, DataFrame
@@ -81,7 +82,7 @@ def multi_granular(
     report: ReportMode = "periodic",
     distinct: str | Column | None = None,
     distinct_precision: int = DEFAULT_PRECISION,
-    origin: int = 0,
+    origin: int | str | dt.datetime = 0,
     closed: str = "left",
     late: str | None = "1 minute",
     shards: int | None = None,
@@ -126,9 +127,10 @@ def multi_granular(
         distinct_precision)``.
     distinct_precision : int
         ``lgConfigK`` of the sketches, 4..21 (default 12, ~1.6%; 4 KiB per sketch).
-    origin : int
-        ``t0`` in µs since the epoch: every level's windows start on whole slides from it
-        (``window()``'s ``startTime``; default: the epoch).
+    origin : int, str or datetime
+        ``t0``: every level's windows start on whole slides from it (``window()``'s
+        ``startTime``; default: the epoch): µs since the epoch, a datetime or a string like
+        ``"2024-01-01 00:02:00"`` (naive ones read as UTC).
     closed : {"left", "right"}
         ``"left"`` (default): each level's windows are those of ``window(time, range,
         slide)``, ``[window_start, window_end)``, with the same rows and aggregates.
@@ -222,7 +224,7 @@ def recurring_items(
     levels: list[tuple[str, str]] | None = None,
     by: str | None = None,
     report: ReportMode = "periodic",
-    origin: int = 0,
+    origin: int | str | dt.datetime = 0,
     closed: str = "left",
     late: str | None = "1 minute",
     shards: int | None = None,

@@ -171,7 +171,7 @@ class AggregatorConfig:
 
 
 def make_spec(window: str | MultiGranularSpec | None, levels: list | None,
-              origin: int = 0, closed: str = "left") -> MultiGranularSpec:
+              origin: int | str = 0, closed: str = "left") -> MultiGranularSpec:
     """A specification from the paper's clause or from ``levels`` (exactly one of them).
 
     Examples

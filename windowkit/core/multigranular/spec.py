@@ -36,7 +36,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-from windowkit.core.durations import to_micros
+from windowkit.core.durations import origin_micros, to_micros
 from windowkit.core.validation import check_choice
 
 _CLAUSE = re.compile(r"^\s*\[?\s*RANGES?\s+(?P<ranges>.+?)\s+SLIDES?\s+(?P<slides>.+?)\s*\]?\s*$",
@@ -151,7 +151,7 @@ class MultiGranularSpec:
     def from_levels(
         cls,
         levels: list[tuple[str | int | dt.timedelta, str | int | dt.timedelta]],
-        origin: int | dt.datetime = 0,
+        origin: int | str | dt.datetime = 0,
         closed: str = "left",
     ) -> MultiGranularSpec:
         """Build from ``[(range, slide), ...]``, finest level first.
@@ -161,6 +161,8 @@ class MultiGranularSpec:
         >>> MultiGranularSpec.from_levels([("1 minute", "1 second"), ("1 week", "1 day")]
         ...                               ).levels[1].range == 7 * 86_400_000_000
         True
+        >>> MultiGranularSpec.from_levels([("1 minute", "1 second")], "1970-01-01 00:00:02").origin
+        2000000
         >>> MultiGranularSpec.from_levels([("1 minute", "7 seconds")])
         Traceback (most recent call last):
         ...
@@ -179,7 +181,7 @@ class MultiGranularSpec:
         return cls(tuple(parsed), _origin_us(origin), closed)
 
     @classmethod
-    def parse(cls, clause: str, origin: int | dt.datetime = 0,
+    def parse(cls, clause: str, origin: int | str | dt.datetime = 0,
               closed: str = "left") -> MultiGranularSpec:
         """Parse the paper's clause ``RANGES r_(n-1), ..., r_0 SLIDES b_(n-1), ..., b_0``.
 
@@ -299,13 +301,18 @@ class MultiGranularSpec:
                                  self.closed)
 
 
-def _origin_us(origin: int | dt.datetime) -> int:
+def _origin_us(origin: int | str | dt.datetime) -> int:
+    """``origin`` in µs since the epoch: an int of µs, a datetime or a date-time string (naive
+    ones read as UTC)."""
+    if isinstance(origin, str):
+        return origin_micros(origin)
     if isinstance(origin, dt.datetime):
         if origin.tzinfo is None:
             origin = origin.replace(tzinfo=dt.UTC)
         delta = origin - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
         return delta // dt.timedelta(microseconds=1)
     if isinstance(origin, bool) or not isinstance(origin, int):
-        msg = f"`origin` must be an int of microseconds or a datetime; got {origin!r}"
+        msg = (f"`origin` must be an int of microseconds, a datetime or a string like "
+               f"'2024-01-01 00:00:00'; got {origin!r}")
         raise ValueError(msg)
     return origin
