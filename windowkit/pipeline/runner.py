@@ -544,16 +544,11 @@ def split_result(function: StepFunction, result):
     """
     from pyspark.sql import functions as F
 
+    import windowkit.spark as wk
+
     if function.split is None:
         return result, None
-    if function.split == "reason":
-        rejected = F.col(function.reason).isNotNull()
-        good = result.filter(~rejected).drop(function.reason, "detail")
-        bad = result.filter(rejected)
-    else:
-        import windowkit.spark as wk
-
-        good, bad = getattr(wk, function.split)(result)
+    good, bad = getattr(wk, function.split)(result)
     return good, bad.select(F.col(function.reason).alias("reason"),
                             F.col("detail").cast("string").alias("detail"))
 
