@@ -508,12 +508,10 @@ class PipelineRun:
             self.progress.step(f"sink {name}: the first {sink.rows} rows of {sink.step}")
             print(console_table(rows, sink.rows), flush=True)
             return
+        from windowkit.spark.sinks import write_frame
+
         path = claim_output_part(self.pipeline.output, sink.path)
-        writer = rows.write.mode("overwrite")
-        if sink.format == "csv":
-            writer.option("header", "true").csv(path)
-        else:
-            writer.parquet(path)
+        write_frame(rows, path, sink.format)
         self.progress.step(f"sink {name}: {sink.step} as {sink.format} at {path}")
 
 
