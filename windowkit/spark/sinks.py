@@ -35,7 +35,8 @@ OUTPUT_FORMATS = ("parquet", "csv")
 
 def csv_columns(df: DataFrame) -> DataFrame:
     """``df`` with the columns CSV cannot hold made text: arrays, maps and structs as JSON,
-    bytes as base64 (timestamps stay timestamps, which CSV writes in ISO 8601).
+    bytes as base64 (timestamps stay timestamps: :func:`write_frame` writes them in ISO 8601,
+    to the microsecond).
 
     Examples
     --------
@@ -73,7 +74,10 @@ def write_frame(df: DataFrame, path: str, fmt: str = "parquet") -> None:
         msg = f"`output_format` must be one of {', '.join(OUTPUT_FORMATS)}; got {fmt!r}"
         raise ValueError(msg)
     if fmt == "csv":
-        csv_columns(df).write.mode("overwrite").option("header", True).csv(path)
+        # Spark's default text of a timestamp stops at milliseconds
+        (csv_columns(df).write.mode("overwrite").option("header", True)
+         .option("timestampFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX")
+         .option("timestampNTZFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSSSS").csv(path))
     else:
         df.write.mode("overwrite").parquet(path)
 
