@@ -538,6 +538,9 @@ def write_split(result, args: argparse.Namespace, names: tuple[str, str], progre
     Examples
     --------
     >>> import tempfile
+    >>> from pyspark.sql import functions as F
+    >>> from windowkit.spark import windowkit_session
+    >>> spark = windowkit_session()
     >>> out = tempfile.mkdtemp()
     >>> df = spark.createDataFrame([(1, None, None), (None, "malformed", "{}")],
     ...                            "x long, rejected string, detail string")
@@ -583,7 +586,9 @@ def read_written(spark, path: str, fmt: str):
     Examples
     --------
     >>> import tempfile
+    >>> from windowkit.spark import windowkit_session
     >>> from windowkit.spark.sinks import write_frame
+    >>> spark = windowkit_session()
     >>> out = tempfile.mkdtemp() + "/t"
     >>> write_frame(spark.sql("SELECT 1 AS x, TIMESTAMP'2024-01-01 00:00:00' AS t"), out, "csv")
     >>> read_written(spark, out, "csv").dtypes
