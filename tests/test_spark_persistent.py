@@ -22,11 +22,8 @@ from windowkit.core.persistence.operator import PersistentItemsOperator
 from windowkit.core.sketch_defaults import DEFAULT_PERSISTENCE_DELTA
 from windowkit.reference import persistence as ref
 from windowkit.spark.chunk_store import SPLIT_AT
-from windowkit.spark.persistent import (
-    exact_persistent_items,
-    persistent_items,
-    split_rejected,
-)
+from windowkit.spark.persistent import exact_persistent_items, persistent_items
+from windowkit.spark.rejected import split_rejected
 
 pytestmark = pytest.mark.spark
 
