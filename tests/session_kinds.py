@@ -148,12 +148,12 @@ def longest_and_fill(spark, folder):
 # --------------------------------------------------------------------------- multi-granular
 @case
 def multi_granular_batch(spark, folder):
-    from windowkit.spark import multi_granular, split_reports
+    from windowkit.spark import multi_granular, split_rejected
 
     out = multi_granular(flows(spark), "time", "RANGES 1 MINUTE, 20 SECONDS "
                          "SLIDES 20 SECONDS, 10 SECONDS", by="src", value="bytes",
                          aggregates=["count", "sum", "mean", "max"], distinct="dst")
-    reports, rejected = split_reports(out)
+    reports, rejected = split_rejected(out)
     return pd.concat([reports.toPandas(), rejected.toPandas()])
 
 
@@ -178,9 +178,9 @@ def recurring_batch(spark, folder):
 # -------------------------------------------------------------------------------- widening
 @case
 def widen_batch(spark, folder):
-    from windowkit.spark import split_detections, widen_detect
+    from windowkit.spark import split_rejected, widen_detect
 
-    found, rejected = split_detections(widen_detect(
+    found, rejected = split_rejected(widen_detect(
         syscalls(spark), "time", by="pid", base="4 seconds", max_length=8,
         max_duration="10 minutes"))
     return pd.concat([found.toPandas(), rejected.toPandas()])
@@ -234,10 +234,10 @@ def count_min_stream(spark, folder):
 # ------------------------------------------------------------------------ persistent items
 @case
 def persistent_batch(spark, folder):
-    from windowkit.spark import exact_persistent_items, persistent_items, split_persistent
+    from windowkit.spark import exact_persistent_items, persistent_items, split_rejected
 
     df = flows(spark)
-    reported, rejected = split_persistent(persistent_items(
+    reported, rejected = split_rejected(persistent_items(
         df, "dst", "time", slot="20 seconds", window_slots=6, alpha=0.5, shards=2))
     exact = exact_persistent_items(df, "dst", "time", slot="20 seconds", window_slots=6,
                                    alpha=0.5)

@@ -109,10 +109,7 @@ def widen(df, unit):
 
 
 def reason_of(row) -> str | None:
-    for column in ("rejected", "status"):
-        if row.get(column) in ("malformed", "late"):
-            return row[column]
-    return None
+    return row.get("rejected")
 
 
 def frames_of(rows) -> list[tuple]:
@@ -240,14 +237,14 @@ def test_widen_compares_nan_and_inf_in_detector_columns_as_text(spark, kind):
 def test_fill_frames_filler_rows_without_a_key_or_a_time_are_malformed(spark):
     from pyspark.sql import functions as F
 
-    from windowkit.spark import fill_frames, split_filled
+    from windowkit.spark import fill_frames, split_rejected
 
     frames = spark.createDataFrame([("r1", 0, 100, 200, 150, "final")],
                                    "k string, frame_id long, start long, end long, last long, "
                                    "status string")
     data = spark.createDataFrame([("r1", 120, 1.0), (None, 130, 2.0), ("r1", None, 3.0),
                                   ("r1", 140, NAN)], "k string, t long, x double")
-    filled, rejected = split_filled(fill_frames(frames, data, "t", by="k", before="0 seconds",
+    filled, rejected = split_rejected(fill_frames(frames, data, "t", by="k", before="0 seconds",
                                                 time_unit="s"))
     got = sorted((r["t"], r["x"]) for r in filled.collect())
     assert got[0] == (120, 1.0) and got[1][0] == 140 and math.isnan(got[1][1])
@@ -258,7 +255,7 @@ def test_fill_frames_filler_rows_without_a_key_or_a_time_are_malformed(spark):
                                                for c in ("start", "end", "last")], "status")
     text = spark.createDataFrame([("r1", "1970-01-01 00:02:00"), ("r1", "not a time")],
                                  "k string, t string")
-    filled, rejected = split_filled(fill_frames(stamped, text, "t", by="k", before="0 seconds"))
+    filled, rejected = split_rejected(fill_frames(stamped, text, "t", by="k", before="0 seconds"))
     assert [r["t"] for r in filled.collect()] == ["1970-01-01 00:02:00"]
     assert [r["detail"] for r in rejected.collect()] == ['{"k":"r1","t":"not a time"}']
 

@@ -44,7 +44,7 @@ def test_cli_frames_batch_sets_malformed_rows_aside(spark, tmp_path):
     frames, rejected = run_cli(tmp_path, "--min-duration", "1 rows")
     final = frames[frames["status"] == "final"].sort_values(["router", "start"])
     assert final[["router", "n_tuples"]].values.tolist() == [["r1", 2], ["r1", 1], ["r2", 3]]
-    assert sorted(rejected["status"]) == ["malformed", "malformed"]
+    assert sorted(rejected["rejected"]) == ["malformed", "malformed"]
     assert any("not-a-time" in d for d in rejected["detail"])
     assert any("n/a" in d for d in rejected["detail"])
 

@@ -14,7 +14,7 @@ WINDOW = "RANGES 10 MINUTES, 1 MINUTE SLIDES 1 MINUTE, 30 SECONDS"
 
 
 def test_cli_reports_equal_the_api_and_set_bad_rows_aside(spark, tmp_path):
-    from windowkit.spark import multi_granular, split_reports
+    from windowkit.spark import multi_granular, split_rejected
 
     lines = ["src,ts,bytes,dst"]
     for i in range(40):
@@ -29,7 +29,7 @@ def test_cli_reports_equal_the_api_and_set_bad_rows_aside(spark, tmp_path):
     got = pd.read_parquet(out / "reports")
     df = spark.read.option("header", "true").option("inferSchema", "true").csv(
         str(tmp_path / "flows.csv"))
-    want, _ = split_reports(multi_granular(df, "ts", WINDOW, by="src", value="bytes",
+    want, _ = split_rejected(multi_granular(df, "ts", WINDOW, by="src", value="bytes",
                                            aggregates=["count", "sum", "max"], distinct="dst"))
     want = want.toPandas()
     key = ["src", "level", "window_end"]
@@ -52,7 +52,7 @@ def test_cli_refuses_a_bad_distinct_precision_before_spark_starts(capsys):
 
 
 def test_cli_reads_integer_nanoseconds_with_time_unit_ns(spark, tmp_path):
-    from windowkit.spark import multi_granular, split_reports
+    from windowkit.spark import multi_granular, split_rejected
 
     lines = ["src,ns,bytes"] + [f"s{i % 2},{1_704_067_200 * 10**9 + i * 15 * 10**9},{i}"
                                 for i in range(12)]
@@ -64,7 +64,7 @@ def test_cli_reads_integer_nanoseconds_with_time_unit_ns(spark, tmp_path):
     got = pd.read_parquet(out / "reports")
     df = spark.read.option("header", "true").option("inferSchema", "true").csv(
         str(tmp_path / "flows.csv"))
-    want, _ = split_reports(multi_granular(df, "ns", WINDOW, by="src", value="bytes",
+    want, _ = split_rejected(multi_granular(df, "ns", WINDOW, by="src", value="bytes",
                                            aggregates=["count", "sum"], time_unit="ns"))
     key = ["src", "level", "window_end"]
     columns = [*key, "count", "sum"]

@@ -197,9 +197,7 @@ def test_a_batch_run_writes_what_direct_calls_give_and_sets_rejected_rows_aside(
     from windowkit.spark import (
         fill_frames,
         multi_granular,
-        split_filled,
         split_rejected,
-        split_reports,
         threshold_frames,
     )
 
@@ -212,9 +210,9 @@ def test_a_batch_run_writes_what_direct_calls_give_and_sets_rejected_rows_aside(
                                                        by="router", min_duration="3 rows"))
     written = spark.read.parquet(str(folder / "batch" / "loss_frames"))
     assert _rows(written).equals(_rows(frames))
-    filled, _ = split_filled(fill_frames(frames, df, "time", by="router", before="2 minutes"))
+    filled, _ = split_rejected(fill_frames(frames, df, "time", by="router", before="2 minutes"))
     assert _rows(spark.read.parquet(str(folder / "batch" / "around"))).equals(_rows(filled))
-    reports, _ = split_reports(multi_granular(
+    reports, _ = split_rejected(multi_granular(
         df, "time", levels=[("1 minute", "1 minute"), ("10 minutes", "5 minutes")], by="router",
         value="loss_rate"))
     assert _rows(spark.read.parquet(str(folder / "batch" / "levels"))).equals(_rows(reports))

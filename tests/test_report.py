@@ -381,7 +381,7 @@ def test_fill_section_of_aggregated_frames_runs_no_technique_issue38(spark, refu
     from pyspark.sql import functions as F
 
     from windowkit.report.steps import step_section
-    from windowkit.spark import fill_frames, split_filled
+    from windowkit.spark import fill_frames, split_rejected
 
     frames = spark.createDataFrame(
         [("r1", 0, 100, 200, 190, "final"), ("r1", 1, 400, 500, 490, "final"),
@@ -390,13 +390,13 @@ def test_fill_section_of_aggregated_frames_runs_no_technique_issue38(spark, refu
     bgp = spark.createDataFrame([("r1", t) for t in (90, 120, 150, 650)]
                                 + [("r2", t) for t in (110, 290)], "router string, t long")
     params = {"time": "t", "by": "router", "time_unit": "s", "before": "20 seconds"}
-    filled, _ = split_filled(fill_frames(frames, bgp, aggregates={"n": F.count("t")},
+    filled, _ = split_rejected(fill_frames(frames, bgp, aggregates={"n": F.count("t")},
                                          **params))
     final = frames.filter("status = 'final'").count()
     counts = sorted(r["n"] for r in filled.collect())
     assert counts == [0, 2, 3]  # a frame without rows is there too
     stray = bgp.filter("t = 650")  # in no final frame
-    none_attached, _ = split_filled(fill_frames(frames, stray, **params))
+    none_attached, _ = split_rejected(fill_frames(frames, stray, **params))
     refuse_fill_frames()
     step = StepRun("bgp per frame", "fill_frames",
                    {**params, "aggregates": {"n": "count(t)"}},  # as a pipeline file gives it

@@ -20,7 +20,7 @@ T0 = dt.datetime(2024, 1, 1)
 def test_the_multi_granular_figure_shows_the_burst_over_the_whole_run_issue38(spark):
     from windowkit.report.model import StepRun
     from windowkit.report.multigranular import multi_granular_section
-    from windowkit.spark import multi_granular, split_reports
+    from windowkit.spark import multi_granular, split_rejected
 
     # `steady` sends big flows all afternoon; `burst` sends 60 small ones in one minute
     rows = [("steady", T0 + dt.timedelta(minutes=m), 9000) for m in range(0, 240, 2)]
@@ -28,7 +28,7 @@ def test_the_multi_granular_figure_shows_the_burst_over_the_whole_run_issue38(sp
     flows = spark.createDataFrame(rows, "src string, time timestamp, bytes long")
     params = {"time": "time", "by": "src", "value": "bytes", "aggregates": ["count", "mean"],
               "window": "RANGES 10 MINUTES, 1 MINUTE SLIDES 5 MINUTES, 1 MINUTE"}
-    reports, _ = split_reports(multi_granular(flows, **params))
+    reports, _ = split_rejected(multi_granular(flows, **params))
     section = multi_granular_section(StepRun("levels", "multi_granular", params,
                                              {"input": flows}, {"input": "flows"}, reports))
     caption = section.figure.caption

@@ -210,12 +210,12 @@ def test_batch_fill_returns_the_filler_rows_it_cannot_place_as_rejected_rows(spa
                                                                           filler):
     from pyspark.sql import functions as F
 
-    from windowkit.spark import fill_frames, split_filled
+    from windowkit.spark import fill_frames, split_rejected
 
     sf = spark.createDataFrame(as_spark_times(frames, ["start", "end", "last"]))
     data = _with_bad_rows(spark, filler)
     for aggregates in (None, {"n": F.count("count")}):
-        filled, rejected = split_filled(fill_frames(sf, data, "seen", by="sensor",
+        filled, rejected = split_rejected(fill_frames(sf, data, "seen", by="sensor",
                                                     aggregates=aggregates))
         got = sorted((r.rejected, r.detail) for r in rejected.collect())
         assert [reason for reason, _ in got] == ["malformed"] * 3
@@ -225,7 +225,7 @@ def test_batch_fill_returns_the_filler_rows_it_cannot_place_as_rejected_rows(spa
 
 def test_streaming_fill_returns_the_filler_rows_it_cannot_place_as_rejected_rows(
         spark, frames, filler, tmp_path):
-    from windowkit.spark import fill_frames, split_filled
+    from windowkit.spark import fill_frames, split_rejected
 
     spark_frames = as_spark_times(frames.sort_values("last"), ["start", "end", "last"])
     write_files(spark_frames, tmp_path / "frames", 2)
@@ -239,7 +239,7 @@ def test_streaming_fill_returns_the_filler_rows_it_cannot_place_as_rejected_rows
     out = fill_frames(f_stream, d_stream, "seen", by="sensor", before="30 seconds",
                       max_frame_length="2 hours", late="2 hours")
     run(out, tmp_path / "out", tmp_path / "ck")
-    filled, rejected = split_filled(spark.read.parquet(str(tmp_path / "out")))
+    filled, rejected = split_rejected(spark.read.parquet(str(tmp_path / "out")))
     assert sorted(json.loads(r.detail)["count"] for r in rejected.collect()) == [1, 2, 3]
     assert {r.rejected for r in rejected.collect()} == {"malformed"}
     assert filled.count() > 0

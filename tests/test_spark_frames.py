@@ -113,7 +113,7 @@ def test_an_integer_time_too_large_to_carry_is_malformed(spark):
                                                        time_unit="us"))
     assert [tuple(r) for r in frames.select("start", "last", "end").orderBy("start").collect()
             ] == [(3, 4, 5), (6, 9, 10)]
-    assert [(r.status, r.detail) for r in rejected.collect()] == [
+    assert [(r.rejected, r.detail) for r in rejected.collect()] == [
         ("malformed", f'{{"sensor":"s1","t":{2 ** 62},"temp":40}}')]
 
 
@@ -127,7 +127,7 @@ def test_malformed_rows_are_quarantined_with_their_content(spark, readings):
     frames, rejected = split_rejected(
         threshold_frames(df, "time", "loss_rate > 0.003", by="router", **PARAMS))
     rejected = rejected.toPandas()
-    assert rejected["status"].tolist() == ["malformed"] * 4
+    assert rejected["rejected"].tolist() == ["malformed"] * 4
     details = sorted(rejected["detail"])
     assert sum('"loss_rate":0.25' in d and '"router"' not in d for d in details) == 1
     details = [d for d in details if '"loss_rate":0.25' not in d]
@@ -188,11 +188,11 @@ def test_streaming_over_files_equals_the_core_with_out_of_order_rows(spark, read
     order_files(bad, 0.5)
     run_stream(spark, str(tmp_path / "in"), str(tmp_path / "out"), str(tmp_path / "ck"))
     got = spark.read.parquet(str(tmp_path / "out")).toPandas()
-    assert (got["status"] != "late").all()
-    malformed = got[got["status"] == "malformed"]
+    assert (got["rejected"] != "late").all()
+    malformed = got[got["rejected"] == "malformed"]
     assert len(malformed) == 1 and '"router":"r-bad"' in malformed["detail"].iloc[0]
     expected = core_frames(fed, finish=False, **PARAMS)
-    pd.testing.assert_frame_equal(canonical(got[got["status"] != "malformed"]), expected)
+    pd.testing.assert_frame_equal(canonical(got[got["rejected"].isna()]), expected)
 
 
 def test_a_query_restarted_on_its_checkpoint_gives_the_same_frames(spark, readings, tmp_path):
@@ -239,7 +239,7 @@ def test_rows_behind_the_watermark_come_out_as_late(spark, tmp_path):
     query.processAllAvailable()
     query.stop()
     got = spark.table("late_rows_test").toPandas()
-    late = got[got["status"] == "late"]
+    late = got[got["rejected"] == "late"]
     # the user's own row, as Spark's to_json writes a malformed row (issue #16, point 9)
     late_row = spark.read.parquet(str(source / "p2.parquet"))
     expected = late_row.select(F.to_json(F.struct(*late_row.columns))).first()[0]
@@ -309,7 +309,7 @@ def test_nan_and_infinity_are_missing_values_issue16(spark):
     df = spark.createDataFrame(rows, "k string, t long, v double")
     out = threshold_frames(df, "t", "v > 0", by="k", time_unit="s")
     assert _final_bounds(out) == [(0, 0, 1), (2, 2, 3), (4, 4, 5)]
-    assert out.where("status = 'malformed'").count() == 0  # missing, not malformed
+    assert out.where("rejected = 'malformed'").count() == 0  # missing, not malformed
 
 
 def test_integer_time_units_give_the_timestamps_frames_issue16(spark):

@@ -117,7 +117,7 @@ def test_bad_rows_are_quarantined_and_missing_values_framed(spark, traffic):
     keyless = traffic.head(1).assign(sensor=None)
     df = spark.createDataFrame(pd.concat([traffic, bad, keyless], ignore_index=True))
     frames, rejected = split_rejected(delta_frames(df, "time", "speed", 8.0, by="sensor"))
-    assert rejected.toPandas()["status"].tolist() == ["malformed"] * 3
+    assert rejected.toPandas()["rejected"].tolist() == ["malformed"] * 3
     expected = core_frames(traffic, lambda **kw: DeltaFramer(8.0, **kw))
     assert expected["n_missing"].sum() == 0 and traffic["speed"].isna().any()
     pd.testing.assert_frame_equal(canonical(frames.toPandas()), expected)

@@ -87,7 +87,7 @@ def assert_equal_reports(got: pd.DataFrame, want: pd.DataFrame, columns: list[st
 
 
 def test_batch_equals_core_with_bad_rows_set_aside(spark):
-    from windowkit.spark import multi_granular, split_reports
+    from windowkit.spark import multi_granular, split_rejected
 
     df = records()
     weights = [1.0, 0.5, 0.25]
@@ -97,7 +97,7 @@ def test_batch_equals_core_with_bad_rows_set_aside(spark):
                                  ("9", when, float("nan"), "x", 1)], sdf.schema)
     out = multi_granular(sdf.unionByName(bad), "t", WINDOW, by="source", value="duration",
                          aggregates=AGGS, regression=True, weights=weights)
-    reports, rejected = split_reports(out)
+    reports, rejected = split_rejected(out)
     assert rejected.select("rejected").distinct().collect()[0][0] == "malformed"
     assert rejected.count() == 3
     got = to_core_units(reports.toPandas())
@@ -112,7 +112,7 @@ def test_batch_equals_core_with_bad_rows_set_aside(spark):
 def test_plain_aggregates_set_aside_every_bad_row_once(spark):
     """Plain aggregates pre-aggregate fewer moments in the JVM, and bad rows ride through the
     same aggregation: two identical bad rows are two rejected rows, each with its JSON."""
-    from windowkit.spark import multi_granular, split_reports
+    from windowkit.spark import multi_granular, split_rejected
 
     df = records(seed=4)
     sdf = spark_frame(spark, df)
@@ -123,7 +123,7 @@ def test_plain_aggregates_set_aside_every_bad_row_once(spark):
     plain = ["count", "sum", "mean", "min", "max"]
     out = multi_granular(sdf.unionByName(bad), "t", WINDOW, by="source", value="duration",
                          aggregates=plain)
-    reports, rejected = split_reports(out)
+    reports, rejected = split_rejected(out)
     details = sorted(r["detail"] for r in rejected.collect())
     assert details == sorted([
         '{"source":"8","duration":2.0,"protocol":"y","destination":2}',
@@ -141,7 +141,7 @@ def test_integer_keys_travel_as_numbers_and_come_back_in_their_type(spark, key_t
     """An integer key goes to Python and back as a number, a malformed row's JSON beside
     it; the columns the JVM makes after Python (range, slide, window_start, mean) are the
     core's, and with ``mean`` but no ``sum`` the mean comes from Python."""
-    from windowkit.spark import multi_granular, split_reports
+    from windowkit.spark import multi_granular, split_rejected
 
     df = records(seed=5)
     sdf = spark_frame(spark, df).withColumn("source", F.col("source").cast(key_type))
@@ -152,7 +152,7 @@ def test_integer_keys_travel_as_numbers_and_come_back_in_their_type(spark, key_t
         out = multi_granular(sdf.unionByName(bad).repartition(3), "t", WINDOW, by="source",
                              value="duration", aggregates=aggregates)
         assert out.schema["source"].dataType.simpleString() == key_type
-        reports, rejected = split_reports(out)
+        reports, rejected = split_rejected(out)
         assert sorted(r["detail"] for r in rejected.collect()) == [
             '{"source":9,"t":"2023-11-14T22:13:21.000Z","duration":"NaN","protocol":"x",'
             '"destination":1}',
@@ -179,7 +179,7 @@ def test_recurring_items_with_integer_keys_equal_those_with_their_text(spark):
 def test_a_batch_reads_its_input_once_with_its_malformed_rows(spark, tmp_path):
     """Malformed rows travel with the others through the one scan of the input (a second
     scan to find them read every file again), for aggregates and recurring items alike."""
-    from windowkit.spark import multi_granular, recurring_items, split_reports
+    from windowkit.spark import multi_granular, recurring_items, split_rejected
 
     sdf = spark_frame(spark, records(seed=2))
     bad = spark.createDataFrame([("9", None, 1.0, None, 1)] * 3, sdf.schema)
@@ -190,19 +190,19 @@ def test_a_batch_reads_its_input_once_with_its_malformed_rows(spark, tmp_path):
     for out in jobs:
         plan = out._jdf.queryExecution().executedPlan().toString()
         assert plan.count("Scan parquet") == 1, plan
-        _, rejected = split_reports(out)
+        _, rejected = split_rejected(out)
         assert rejected.filter("rejected = 'malformed'").count() == 3
 
 
 def test_recurring_items_batch_equals_core(spark):
-    from windowkit.spark import recurring_items, split_reports
+    from windowkit.spark import recurring_items, split_rejected
 
     df = records(seed=1)
     sdf = spark_frame(spark, df)
     bad = spark.createDataFrame([("9", None, 1.0, "x", 1), ("9", None, 1.0, "x", 1),
                                  ("7", dt.datetime(2023, 11, 14, tzinfo=dt.UTC), 1.0, None, 3)],
                                 sdf.schema)
-    out, rejected = split_reports(recurring_items(sdf.unionByName(bad), "t", "protocol",
+    out, rejected = split_rejected(recurring_items(sdf.unionByName(bad), "t", "protocol",
                                                   WINDOW, by="source"))
     assert rejected.filter("rejected = 'malformed'").count() == 3
     got = to_core_units(out.toPandas())
@@ -217,7 +217,7 @@ def test_recurring_items_batch_equals_core(spark):
 
 
 def test_streaming_with_disorder_equals_core(spark, tmp_path):
-    from windowkit.spark import multi_granular, split_reports
+    from windowkit.spark import multi_granular, split_rejected
 
     df = records(seconds=24, seed=2)
     delay_us = 3_000_000
@@ -253,7 +253,7 @@ def test_streaming_with_disorder_equals_core(spark, tmp_path):
         columns={"distinct": "distinct_destination"})
     assert_equal_reports(got, want, ["count", "sum", "min", "max", "distinct_destination"])
     # the batch job sketches granules in the JVM, the stream in Python: the same estimates
-    batch = to_core_units(split_reports(multi_granular(sdf, "t", WINDOW, **params))[0]
+    batch = to_core_units(split_rejected(multi_granular(sdf, "t", WINDOW, **params))[0]
                           .toPandas())
     batch = batch.merge(got[BOUNDS], on=BOUNDS)
     assert_equal_reports(batch, got, ["count", "distinct_destination"])
@@ -265,7 +265,7 @@ def test_streaming_with_disorder_equals_core(spark, tmp_path):
 
 
 def test_batch_distinct_counts_are_exact_when_small_and_within_four_errors(spark):
-    from windowkit.spark import multi_granular, split_reports
+    from windowkit.spark import multi_granular, split_rejected
 
     rng = np.random.default_rng(7)
     n = 30_000
@@ -275,7 +275,7 @@ def test_batch_distinct_counts_are_exact_when_small_and_within_four_errors(spark
                        "source": source, "duration": 1.0, "protocol": "tcp",
                        "destination": np.where(source == "scan", rng.integers(0, 10**9, n),
                                                rng.integers(0, 30, n))})
-    out, _ = split_reports(multi_granular(spark_frame(spark, df), "t", WINDOW, by="source",
+    out, _ = split_rejected(multi_granular(spark_frame(spark, df), "t", WINDOW, by="source",
                                           aggregates=["count"], distinct="destination"))
     got = to_core_units(out.toPandas()).sort_values(BOUNDS).reset_index(drop=True)
     exact = reference_reports(df.rename(columns={"source": "key", "destination": "item"})
@@ -387,7 +387,7 @@ def test_streaming_bad_and_late_rows_come_out_as_the_users_rows(spark, tmp_path)
     malformed, and a late row's ``detail`` is still Spark's ``to_json`` of the whole row."""
     from pyspark.sql import functions as F
 
-    from windowkit.spark import multi_granular, split_reports
+    from windowkit.spark import multi_granular, split_rejected
 
     source = tmp_path / "in"
     source.mkdir()
@@ -409,7 +409,7 @@ def test_streaming_bad_and_late_rows_come_out_as_the_users_rows(spark, tmp_path)
     query = out.writeStream.format("memory").queryName("mg_bad_and_late").start()
     query.processAllAvailable()
     query.stop()
-    _, rejected = split_reports(spark.table("mg_bad_and_late"))
+    _, rejected = split_rejected(spark.table("mg_bad_and_late"))
     every = spark.read.parquet(str(source))
     as_json = {r["protocol"]: r["j"] for r in every.select(
         "protocol", F.to_json(F.struct(*every.columns)).alias("j")).collect()}

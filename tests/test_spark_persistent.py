@@ -22,11 +22,8 @@ from windowkit.core.persistence.operator import PersistentItemsOperator
 from windowkit.core.sketch_defaults import DEFAULT_PERSISTENCE_DELTA
 from windowkit.reference import persistence as ref
 from windowkit.spark.chunk_store import SPLIT_AT
-from windowkit.spark.persistent import (
-    exact_persistent_items,
-    persistent_items,
-    split_persistent,
-)
+from windowkit.spark.persistent import exact_persistent_items, persistent_items
+from windowkit.spark.rejected import split_rejected
 
 pytestmark = pytest.mark.spark
 
@@ -71,7 +68,7 @@ def core_run(pdf: pd.DataFrame, alpha, epsilon, window, sliding=True, seed=0,
 
 
 def spark_rows(result, item="item") -> list[tuple]:
-    found, _ = split_persistent(result)
+    found, _ = split_rejected(result)
     return sorted((r[0], r[1], r[2]) for r in found.select(
         "window_end_slot", item, "estimate").collect())
 
@@ -121,16 +118,16 @@ def test_malformed_rows_are_reported_with_their_row(spark):
         [("a", 1), ("a", 11), (None, 12), ("b", None), ("a", 25)], "item string, t long")
     out = persistent_items(df, "item", "t", slot=10, window_slots=2, alpha=1.0, epsilon=0.5,
                            time_unit="us")
-    found, rejected = split_persistent(out)
+    found, rejected = split_rejected(out)
     assert sorted(tuple(r) for r in found.select("window_end_slot", "window_end", "item")
                   .collect()) == [(0, 10, "a"), (1, 20, "a"), (2, 30, "a")]
-    assert sorted((r.status, r.detail) for r in rejected.collect()) == [
+    assert sorted((r.rejected, r.detail) for r in rejected.collect()) == [
         ("malformed", '{"item":"b"}'), ("malformed", '{"t":12}')]
     # the exact baseline accounts for every row as well (issue 16: it dropped them silently)
     exact = exact_persistent_items(df, "item", "t", slot=10, window_slots=2, alpha=1.0,
                                    time_unit="us")
-    _, rejected = split_persistent(exact)
-    assert sorted((r.status, r.detail) for r in rejected.collect()) == [
+    _, rejected = split_rejected(exact)
+    assert sorted((r.rejected, r.detail) for r in rejected.collect()) == [
         ("malformed", '{"item":"b"}'), ("malformed", '{"t":12}')]
 
 
@@ -228,9 +225,9 @@ def test_streaming_equals_core_and_reports_late_rows(spark, tmp_path, quiet):
     everything = pd.concat([pdf, sentinel], ignore_index=True)  # the late row is set aside
     want = [r for r in core_run(everything, 0.5, 0.1, 12) if r[0] < end_slot]
     assert got == want and len(want) > 20
-    late = result.where("status = 'late'").collect()
+    late = result.where("rejected = 'late'").collect()
     assert len(late) == 1 and "10.0.0.late" in late[0].detail
-    assert result.where("status = 'malformed'").count() == 0
+    assert result.where("rejected = 'malformed'").count() == 0
     if quiet:
         # the items did go to chunks after the first micro-batch (Spark's state reader sees the
         # MapState's entries); the last one expires every item, and its emptied chunks go

@@ -63,7 +63,7 @@ def test_a_stream_with_chunked_state_gives_the_core_frames_across_a_restart(spar
         shutil.copy2(tmp_path / "all" / name, source / name)
     run_stream(spark, str(source), str(tmp_path / "out"), str(tmp_path / "ck"))
     got = spark.read.parquet(str(tmp_path / "out")).toPandas()
-    assert (got["status"] != "late").all()
+    assert (got["rejected"] != "late").all()
     expected = core_frames(fed, finish=False, min_duration="3 rows", schedule="30 seconds",
                            missing="satisfying", fragment_every="10 rows")
     assert len(expected) > 100

@@ -72,10 +72,10 @@ def _spark_frame(spark, events: pd.DataFrame):
 
 
 def test_batch_widen_detect_equals_the_core(spark, events):
-    from windowkit.spark import split_detections, widen_detect
+    from windowkit.spark import split_rejected, widen_detect
 
     out = widen_detect(_spark_frame(spark, events), "time", by="key", **PARAMS)
-    found, rejected = split_detections(out)
+    found, rejected = split_rejected(out)
     assert rejected.count() == 0
     got = canonical(found.toPandas())
     expected = core_detections(events)
@@ -85,7 +85,7 @@ def test_batch_widen_detect_equals_the_core(spark, events):
 
 @pytest.mark.parametrize("unit", ["ms", "us"])
 def test_an_integer_time_column_gives_the_same_detections_in_its_own_unit(spark, events, unit):
-    from windowkit.spark import split_detections, widen_detect
+    from windowkit.spark import split_rejected, widen_detect
 
     per_unit = {"ms": 1_000, "us": 1}[unit]
     on_time = widen_detect(_spark_frame(spark, events), "time", by="key", **PARAMS)
@@ -93,8 +93,8 @@ def test_an_integer_time_column_gives_the_same_detections_in_its_own_unit(spark,
         events.assign(time=events["time"] // per_unit),
         "key long, time long, call string, fd string, exe string, ret string")
     on_ints = widen_detect(as_integers, "time", by="key", time_unit=unit, **PARAMS)
-    expected = split_detections(on_time)[0].toPandas().sort_values("key", ignore_index=True)
-    got = split_detections(on_ints)[0].toPandas().sort_values("key", ignore_index=True)
+    expected = split_rejected(on_time)[0].toPandas().sort_values("key", ignore_index=True)
+    got = split_rejected(on_ints)[0].toPandas().sort_values("key", ignore_index=True)
     assert len(got) == len(expected) == 4
     for column in ("window_start", "window_end", "detected_at", "first_time", "last_time"):
         assert (got[column] == _micros(expected[column]) // per_unit).all(), column
@@ -103,7 +103,7 @@ def test_an_integer_time_column_gives_the_same_detections_in_its_own_unit(spark,
 
 
 def test_streaming_out_of_order_with_restart_equals_the_core(spark, events, tmp_path):
-    from windowkit.spark import split_detections, widen_detect
+    from windowkit.spark import split_rejected, widen_detect
 
     late_units = 30
     rng = np.random.default_rng(4)
@@ -120,7 +120,7 @@ def test_streaming_out_of_order_with_restart_equals_the_core(spark, events, tmp_
     def run_query(files: range) -> None:
         stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(
             str(source))
-        result, _ = split_detections(widen_detect(stream, "time", by="key",
+        result, _ = split_rejected(widen_detect(stream, "time", by="key",
                                                   late=f"{late_units} seconds", **PARAMS))
         query = (result.writeStream.format("parquet").option("path", str(sink))
                  .option("checkpointLocation", str(checkpoint)).start())
@@ -143,7 +143,7 @@ def test_late_rows_keep_every_column_of_the_users_row(spark, tmp_path):
     user's row: a late row's ``detail`` is still exactly Spark's ``to_json`` of it."""
     from pyspark.sql import functions as F
 
-    from windowkit.spark import split_detections, widen_detect
+    from windowkit.spark import split_rejected, widen_detect
 
     source = tmp_path / "in"
     source.mkdir()
@@ -167,7 +167,7 @@ def test_late_rows_keep_every_column_of_the_users_row(spark, tmp_path):
     query = out.writeStream.format("memory").queryName("widening_late_rows").start()
     query.processAllAvailable()
     query.stop()
-    _, rejected = split_detections(spark.table("widening_late_rows"))
+    _, rejected = split_rejected(spark.table("widening_late_rows"))
     late_row = spark.read.parquet(str(source / "p2.parquet"))
     expected = late_row.select(F.to_json(F.struct(*late_row.columns))).first()[0]
     assert [(r["rejected"], r["detail"]) for r in rejected.collect()] == [("late", expected)]

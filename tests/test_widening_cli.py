@@ -13,9 +13,9 @@ ARGS = ["widen", "--format", "strace", "--base", "1 ms", "--max-length", "32",
 
 def test_widen_finds_the_bind_shell_in_the_recorded_trace(tmp_path, capsys):
     assert main([*ARGS, "--input", str(TRACE), "--output", str(tmp_path)]) == 0
-    found = pd.read_csv(tmp_path / "detections.csv")
+    found = pd.read_parquet(tmp_path / "detections")
     assert found["key"].tolist() == [11248]
-    rejected = pd.read_csv(tmp_path / "rejected.csv")
+    rejected = pd.read_parquet(tmp_path / "rejected")
     assert set(rejected["reason"]) == {"not a system call"}
     assert f"{len(rejected)} lines set aside" in capsys.readouterr().out
 
@@ -25,7 +25,7 @@ def test_unparsable_trace_lines_are_counted_and_kept(tmp_path, capsys):
     lines = TRACE.read_text().splitlines()
     trace.write_text("\n".join([*lines[:10], "not strace at all", *lines[10:20]]) + "\n")
     assert main([*ARGS, "--input", str(trace), "--output", str(tmp_path / "out")]) == 0
-    rejected = pd.read_csv(tmp_path / "out" / "rejected.csv")
+    rejected = pd.read_parquet(tmp_path / "out" / "rejected")
     assert rejected["line"].tolist() == ["not strace at all"]
     assert "1 unparsable" in capsys.readouterr().out
 

@@ -55,9 +55,8 @@ class StepFunction:
         The DataFrame parameters and the step-table key naming the source or step for each
         (``input`` first).
     split : str or None
-        The function of :mod:`windowkit.spark` splitting a result into (rows, rejected rows),
-        or ``"reason"``: rows whose ``reason`` column is null are results; None: nothing is
-        rejected.
+        The function of :mod:`windowkit.spark` splitting a result into (rows, rejected rows)
+        (``"split_rejected"``); None: nothing is rejected.
     reason : str or None
         The column of a rejected row holding why (``"malformed"``, ``"late"``).
     from_input : dict
@@ -100,7 +99,8 @@ class StepFunction:
 
     Examples
     --------
-    >>> f = StepFunction("windowed_count_min", "countmin", split="reason", reason="rejected")
+    >>> f = StepFunction("windowed_count_min", "countmin", split="split_rejected",
+    ...                  reason="rejected")
     >>> f.role_keys, f.report is None
     (('input',), True)
     """

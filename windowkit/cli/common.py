@@ -26,6 +26,7 @@ from urllib.parse import urlparse
 from windowkit.cli.ownership import MANIFEST, OUTPUT_MARK, SPARK, check_part, claim_part
 from windowkit.cli.spark_urls import DEFAULT_MASTER
 from windowkit.core.durations import TIME_UNITS
+from windowkit.spark.sinks import OUTPUT_FORMATS
 
 FORMATS = ("csv", "json", "parquet")
 _EXTENSIONS = {".csv": "csv", ".tsv": None, ".json": "json", ".jsonl": "json",
@@ -41,14 +42,15 @@ def add_io_arguments(parser: argparse.ArgumentParser, stream: bool = True) -> No
     >>> p = argparse.ArgumentParser()
     >>> add_io_arguments(p)
     >>> args = p.parse_args(["--input", "in.csv.gz", "--output", "out"])
-    >>> args.format is None, args.overwrite, args.time_unit
-    (True, False, None)
+    >>> args.format is None, args.overwrite, args.time_unit, args.output_format
+    (True, False, None, 'parquet')
     """
     parser.add_argument("--input", required=True, help="input file or directory")
     parser.add_argument("--format", choices=FORMATS, default=None,
                         help="input format (default: from the file extension)")
     parser.add_argument("--output", required=True,
-                        help="output directory (Parquet); must be new, empty or windowkit's own")
+                        help="output directory; must be new, empty or windowkit's own")
+    add_output_format_argument(parser)
     parser.add_argument("--overwrite", action="store_true",
                         help="allow an output directory that holds files windowkit did not write")
     parser.add_argument("--time-unit", choices=TIME_UNITS, default=None,
@@ -65,6 +67,21 @@ def add_io_arguments(parser: argparse.ArgumentParser, stream: bool = True) -> No
                             help="files per micro-batch with --stream")
         parser.add_argument("--late", default="1 minute",
                             help="how late a row may arrive with --stream (watermark delay)")
+
+
+def add_output_format_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--output-format``: what every subcommand writes its results in.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser()
+    >>> add_output_format_argument(p)
+    >>> p.parse_args([]).output_format, p.parse_args(["--output-format", "csv"]).output_format
+    ('parquet', 'csv')
+    """
+    parser.add_argument("--output-format", choices=OUTPUT_FORMATS, default="parquet",
+                        help="results as Parquet folders (default; times as timestamps) or "
+                             "CSV folders with a header line")
 
 
 def add_spark_arguments(parser: argparse.ArgumentParser, default_master: str = DEFAULT_MASTER,
@@ -508,10 +525,46 @@ def check_expression(df, option: str, expression: str | None, predicate: bool = 
         raise ValueError(msg)
 
 
+#: The column :func:`write_split` counts outcomes by: a rejected row's reason, else what it is.
+OUTCOME = "wk_outcome"
+
+
+def write_split(result, args: argparse.Namespace, names: tuple[str, str], progress: Progress,
+                kept) -> dict[str, int]:
+    """Write ``result``'s rows and its rejected rows (as :func:`~windowkit.spark.split_rejected`
+    splits them) to the parts ``names``; return the rows by outcome: a rejected row's reason,
+    else the value of ``kept`` (a Column or a column name).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pyspark.sql import functions as F
+    >>> from windowkit.spark import windowkit_session
+    >>> spark = windowkit_session()
+    >>> out = tempfile.mkdtemp()
+    >>> df = spark.createDataFrame([(1, None, None), (None, "malformed", "{}")],
+    ...                            "x long, rejected string, detail string")
+    >>> args = argparse.Namespace(output=out, output_format="parquet")
+    >>> write_split(df, args, ("rows", "rejected"), Progress(quiet=True), F.lit("kept"))
+    {'kept': 1, 'malformed': 1}
+    """
+    from pyspark.sql import functions as F
+
+    from windowkit.spark import split_rejected
+
+    outcome = result.withColumn(OUTCOME, F.coalesce(F.col("rejected"), kept))
+    counts = write_outputs(outcome, args, lambda r: dict(zip(
+        names, split_rejected(r.drop(OUTCOME)), strict=True)), progress, count_by=OUTCOME)
+    return dict(sorted(counts.items()))
+
+
 def write_outputs(result, args: argparse.Namespace, split, progress: Progress,
                   count_by: str = "status") -> dict[str, int]:
-    """Write ``split(result)``'s parts under ``--output`` (batch: overwrite windowkit's own
-    folders; stream: exactly once per micro-batch) and return the counts of ``count_by``."""
+    """Write ``split(result)``'s parts under ``--output`` in ``--output-format`` (batch:
+    overwrite windowkit's own folders; stream: exactly once per micro-batch) and return the
+    counts of ``count_by``."""
+    from windowkit.spark.sinks import write_frame
+
     output = args.output
     claim_output(output)
     if result.isStreaming:
@@ -521,10 +574,29 @@ def write_outputs(result, args: argparse.Namespace, split, progress: Progress,
     result = result.persist()
     for name, part in split(result).items():
         with StageProgress(result.sparkSession, progress, f"writing {name}"):
-            part.write.mode("overwrite").parquet(claim_output_part(output, name))
+            write_frame(part, claim_output_part(output, name), args.output_format)
     counts = {str(r[0]): r[1] for r in result.groupBy(count_by).count().collect()}
     result.unpersist()
     return counts
+
+
+def read_written(spark, path: str, fmt: str):
+    """A part windowkit wrote in ``fmt`` (:func:`write_outputs`), read back as a batch.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from windowkit.spark import windowkit_session
+    >>> from windowkit.spark.sinks import write_frame
+    >>> spark = windowkit_session()
+    >>> out = tempfile.mkdtemp() + "/t"
+    >>> write_frame(spark.sql("SELECT 1 AS x, TIMESTAMP'2024-01-01 00:00:00' AS t"), out, "csv")
+    >>> read_written(spark, out, "csv").dtypes
+    [('x', 'int'), ('t', 'timestamp')]
+    """
+    if fmt == "csv":
+        return spark.read.csv(path, header=True, inferSchema=True)
+    return spark.read.parquet(path)
 
 
 def _write_stream(result, args: argparse.Namespace, split, progress: Progress,
@@ -546,7 +618,8 @@ def _write_stream(result, args: argparse.Namespace, split, progress: Progress,
 
     try:
         query = write_stream_exactly_once(result, args.output, args.checkpoint,
-                                          claiming_split(args.output, split), on_batch, count_by)
+                                          claiming_split(args.output, split), on_batch, count_by,
+                                          args.output_format)
         micro.query_id = str(query.id)
         progress.step(f"streaming {args.input} (checkpoint {args.checkpoint})")
         query.awaitTermination()

@@ -187,12 +187,13 @@ def _run_batch(snaps, df, args: argparse.Namespace, progress: Progress) -> int:
         latest_snapshots,
         merge_count_min,
     )
+    from windowkit.spark.sinks import write_frame
 
     snaps = snaps.localCheckpoint()  # read several times below; the sketching runs once
     claim_output(args.output)
     rejected = snaps.filter(F.col("rejected").isNotNull())
-    rejected.select("shard", F.col("status").alias("reason"), "detail").write.mode(
-        "overwrite").parquet(claim_output_part(args.output, "rejected"))
+    write_frame(rejected.select("shard", F.col("status").alias("reason"), "detail"),
+                claim_output_part(args.output, "rejected"), args.output_format)
     reasons = {r["status"]: r["count"] for r in rejected.groupBy("status").count().collect()}
     good = snaps.filter(F.col("rejected").isNull())
     counted = latest_snapshots(good).agg(F.sum("n_seen")).first()[0] or 0
@@ -208,7 +209,7 @@ def _run_batch(snaps, df, args: argparse.Namespace, progress: Progress) -> int:
         name = "heavy_hitters"
         out = heavy_hitters(good, items, args.heavy_hitters, args.item, latest=True)
         out = out.select(args.item, "estimate", "window_count", "threshold")
-    out.write.mode("overwrite").parquet(claim_output_part(args.output, name))
+    write_frame(out, claim_output_part(args.output, name), args.output_format)
     if merged is not None:
         progress.step(f"merged {merged['shards']} shards, window count "
                       f"{merged['window_count']:,.0f}")

@@ -22,7 +22,7 @@ from windowkit.cli.common import (
     read_input,
     start_spark,
     summarize,
-    write_outputs,
+    write_split,
 )
 from windowkit.cli.expressions import check_sql
 from windowkit.core.durations import Duration
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     from pyspark.sql import functions as F
 
     from windowkit.cli.common import check_expression
-    from windowkit.spark.fill import fill_frames, split_filled
+    from windowkit.spark.fill import fill_frames
 
     frames = spark.read.parquet(args.frames)
     data = read_input(spark, args, info)
@@ -108,10 +108,7 @@ def run(args: argparse.Namespace) -> int:
     filled = fill_frames(frames, data, args.time, by=args.by, before=args.before,
                          after=args.after, aggregates=exprs, time_unit=args.time_unit)
     progress.step(f"filling {args.frames} with {args.input}")
-    outcome = filled.withColumn("wk_outcome", F.coalesce("rejected", F.lit("filled")))
-    counts = write_outputs(outcome, args, lambda r: dict(zip(
-        ("filled", "rejected"), split_filled(r.drop("wk_outcome")), strict=True)), progress,
-        count_by="wk_outcome")
+    counts = write_split(filled, args, ("filled", "rejected"), progress, kept=F.lit("filled"))
     kept = counts.pop("filled", 0)
     progress.step(f"done: {kept:,} filled rows; set aside: {summarize(counts)}")
     print(f"filled:   {os.path.join(args.output, 'filled')}\n"

@@ -17,7 +17,7 @@ from windowkit.cli.common import (
     read_input,
     start_spark,
     summarize,
-    write_outputs,
+    write_split,
 )
 from windowkit.cli.expressions import check_sql
 
@@ -86,15 +86,11 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.output, args.overwrite, parts=("frames", "rejected"))
     progress = Progress(quiet=getattr(args, "quiet", False))
     spark = start_spark(args, "windowkit frames", progress)
-    from windowkit.spark import split_rejected
-
     df = read_input(spark, args, info)
     check_expression(df, "when", args.when)
     result = _frames(df, args)
     progress.step(f"framing {args.input} ({args.kind} frames)")
-    counts = write_outputs(result, args, lambda r: dict(zip(("frames", "rejected"),
-                                                            split_rejected(r), strict=True)),
-                           progress)
+    counts = write_split(result, args, ("frames", "rejected"), progress, kept="status")
     progress.step(f"done: {summarize(counts)}")
     print(f"frames:   {os.path.join(args.output, 'frames')}\n"
           f"rejected: {os.path.join(args.output, 'rejected')}")

@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     common.check_output(args.output, args.overwrite, parts=parts)
     progress = Progress(quiet=getattr(args, "quiet", False))
     spark = common.start_spark(args, "windowkit multigranular", progress)
-    from windowkit.spark import multi_granular, recurring_items, split_reports
+    from windowkit.spark import multi_granular, recurring_items, split_rejected
 
     df = common.read_input(spark, args, info)
     shared = {"by": args.by, "late": getattr(args, "late", None), "shards": args.shards,
@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
             run_args.checkpoint = os.path.join(args.checkpoint, name)
 
         def split(frame, name=name):
-            good, bad = split_reports(frame)
+            good, bad = split_rejected(frame)
             return {name: good, "rejected": bad} if name == "reports" else {name: good}
 
         counts = common.write_outputs(out, run_args, split, progress, count_by="rejected")
@@ -160,7 +160,7 @@ def _plot(spark, df, args: argparse.Namespace, reports_path: str) -> None:
     from windowkit.report.figures import subplots, to_png
     from windowkit.report.multigranular import PREFERRED, draw_levels, level_label
 
-    reports = spark.read.parquet(reports_path)
+    reports = common.read_written(spark, reports_path, args.output_format)
     key_name = args.by or "key"
     key = reports.groupBy(key_name).count().orderBy(F.desc("count")).first()[0]
     mine = reports.filter(F.col(key_name) == key)

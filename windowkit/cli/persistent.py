@@ -14,9 +14,10 @@ from windowkit.cli.common import (
     check_stream_options,
     inspect_input,
     read_input,
+    read_written,
     start_spark,
     summarize,
-    write_outputs,
+    write_split,
 )
 from windowkit.cli.time_check import (
     add_time_check_arguments,
@@ -99,11 +100,7 @@ def run(args: argparse.Namespace) -> int:
     spark = start_spark(args, "windowkit persistent", progress)
     from pyspark.sql import functions as F
 
-    from windowkit.spark.persistent import (
-        exact_persistent_items,
-        persistent_items,
-        split_persistent,
-    )
+    from windowkit.spark.persistent import exact_persistent_items, persistent_items
 
     df = read_input(spark, args, info)
     common = {"item": args.item, "time": args.time, "slot": args.slot,
@@ -123,15 +120,15 @@ def run(args: argparse.Namespace) -> int:
         result = persistent_items(df, **common, epsilon=epsilon, delta=args.delta,
                                   shards=args.shards, late=getattr(args, "late", None),
                                   seed=args.seed)
-    counts = write_outputs(result, args, lambda r: dict(zip(
-        ("persistent", "rejected"), split_persistent(r), strict=True)), progress)
+    counts = write_split(result, args, ("persistent", "rejected"), progress, kept="status")
     progress.step(f"wrote {args.output}: {summarize(counts)}")
     print(f"persistent: {os.path.join(args.output, 'persistent')}\n"
           f"rejected:   {os.path.join(args.output, 'rejected')}")
     if not args.exact:
         print(guarantee(args.alpha, epsilon, args.window_slots, args.delta))
     if args.plot:
-        written = spark.read.parquet(os.path.join(args.output, "persistent"))
+        written = read_written(spark, os.path.join(args.output, "persistent"),
+                               args.output_format)
         _plot_top_items(written, args.plot, item=args.item, value="estimate",
                         window_slots=args.window_slots, top=args.plot_items)
         progress.step(f"plotted {args.plot}")

@@ -1,7 +1,10 @@
 """``windowkit widen``: progressive window widening over a system-call trace or a table.
 
 Text traces (``--format strace`` or ``syscalls``) are converted on the driver and run through
-the core operator, no Spark needed; their unparsable lines are counted and written apart.
+the core operator, no Spark needed; their unparsable lines are counted and written apart. Their
+results are written as the table runs write theirs: folders ``detections`` and ``rejected`` of
+Parquet with timestamps (strace's ``-tt`` times are times of day, read as on 1970-01-01), or
+CSV with ``--output-format csv``.
 Tables (``csv``, ``json``, ``parquet``) go through Spark's ``widen_detect``, as a batch job or,
 with ``--stream``, as Structured Streaming over the files of ``--input``.
 """
@@ -13,24 +16,27 @@ import os
 
 from windowkit.cli.common import (
     Progress,
+    add_output_format_argument,
     add_spark_arguments,
     check_columns,
     check_output,
     check_positive,
     check_stream_options,
     claim_output,
+    claim_output_part,
     inspect_input,
     read_input,
     start_spark,
     summarize,
-    write_outputs,
+    write_split,
 )
-from windowkit.cli.ownership import FILE, record_part
 from windowkit.core.durations import TIME_UNITS, to_micros
 
 TEXT_FORMATS = ("strace", "syscalls")
-#: What a text trace's run writes, as CSV files of its own.
-TRACE_OUTPUTS = {"detections": "detections.csv", "rejected": "rejected.csv"}
+#: The output folders of every run, from a trace or a table.
+OUTPUTS = ("detections", "rejected")
+#: The detections' columns holding times in microseconds (``times`` too, as comma text).
+_TIME_COLUMNS = ("window_start", "window_end", "detected_at", "first_time", "last_time")
 TABLE_FORMATS = ("csv", "json", "parquet")
 
 
@@ -75,6 +81,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--verbose", action="store_true", help="show Spark's log and tracebacks")
     p.add_argument("--by", default=None, help="tables: key column")
     p.add_argument("--output", required=True, help="output directory")
+    add_output_format_argument(p)
     add_spark_arguments(p, when="tables: ")
     p.add_argument("--stream", action="store_true", help="tables: Structured Streaming")
     p.add_argument("--checkpoint", default=None, help="checkpoint directory for --stream")
@@ -119,8 +126,7 @@ def run(args: argparse.Namespace) -> int:
         if not os.path.isfile(args.input):
             msg = f"`--input` {args.input} is not a file"
             raise ValueError(msg)
-        check_output(args.output, args.overwrite,
-                     parts=[(name, FILE) for name in TRACE_OUTPUTS.values()])
+        check_output(args.output, args.overwrite, parts=OUTPUTS)
         claim_output(args.output)
         return _run_trace(args, detector, config)
     return _run_table(args, detector, config)
@@ -140,17 +146,58 @@ def _run_trace(args: argparse.Namespace, detector, config) -> int:
     op = WindowWidening(detector, config=config)
     found = pd.concat([op.process(rows), op.finish()], ignore_index=True) if len(rows) \
         else op.empty_output()
-    for table, name in zip((found, rejected), TRACE_OUTPUTS.values(), strict=True):
-        table.to_csv(os.path.join(args.output, name), index=False)
-        record_part(args.output, name, FILE)
+    for table, name in zip((_with_timestamps(found), rejected), OUTPUTS, strict=True):
+        _write_table(table, claim_output_part(args.output, name), args.output_format)
     print(f"{len(rows)} calls read, {len(rejected)} lines set aside "
           f"({_counts(rejected)}), {len(found)} detections")
     if len(found):
         print(found[["key", "level", "first_time", "last_time", "detected_at"]].to_string(
             index=False))
-    print(f"detections: {os.path.join(args.output, 'detections.csv')}\n"
-          f"rejected:   {os.path.join(args.output, 'rejected.csv')}")
+    print(f"detections: {os.path.join(args.output, 'detections')}\n"
+          f"rejected:   {os.path.join(args.output, 'rejected')}")
     return 0
+
+
+def _with_timestamps(found):
+    """The core's detections as ``widen_detect`` gives a table's: times as timestamps, and
+    ``times`` and ``ordinals`` as lists.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> found = pd.DataFrame({"window_start": [0], "window_end": [2_000_000],
+    ...     "detected_at": [2_000_000], "first_time": [1], "last_time": [5],
+    ...     "times": ["1,5"], "ordinals": ["0,0"]})
+    >>> row = _with_timestamps(found).iloc[0]
+    >>> str(row["window_end"]), [str(t) for t in row["times"]], row["ordinals"]
+    ('1970-01-01 00:00:02', ['1970-01-01 00:00:00.000001', '1970-01-01 00:00:00.000005'], [0, 0])
+    """
+    import pandas as pd
+
+    out = found.copy()
+    for name in _TIME_COLUMNS:
+        out[name] = pd.to_datetime(out[name], unit="us").astype("datetime64[us]")
+    out["times"] = [list(pd.to_datetime([int(t) for t in text.split(",")], unit="us"))
+                    for text in out["times"]]
+    out["ordinals"] = [[int(o) for o in text.split(",")] for text in out["ordinals"]]
+    return out
+
+
+def _write_table(table, folder: str, fmt: str) -> None:
+    """Write a pandas table as one file of the folder ``folder`` (replaced), as Spark writes a
+    part: Parquet, or CSV with lists as JSON text."""
+    import json
+    import shutil
+
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    if fmt == "parquet":
+        table.to_parquet(os.path.join(folder, "part-00000.parquet"), index=False)
+        return
+    lists = [c for c in table.columns if len(table) and isinstance(table[c].iloc[0], list)]
+    text = table.assign(**{c: [json.dumps(row, default=str) for row in table[c]]
+                           for c in lists})
+    text.to_csv(os.path.join(folder, "part-00000.csv"), index=False)
 
 
 def _counts(rejected) -> str:
@@ -167,17 +214,18 @@ def _run_table(args: argparse.Namespace, detector, config) -> int:
     check_output(args.output, args.overwrite, parts=("detections", "rejected"))
     progress = Progress(quiet=getattr(args, "quiet", False))
     spark = start_spark(args, "windowkit widen", progress)
-    from windowkit.spark import split_detections, widen_detect
+    from pyspark.sql import functions as F
+
+    from windowkit.spark import widen_detect
 
     df = read_input(spark, args, info)
     result = widen_detect(df, args.time, by=args.by, detector=detector, base=config.base,
                           max_length=config.max_length, levels=config.levels,
                           report=config.report, late=args.late, time_unit=args.time_unit)
     progress.step(f"detecting in {args.input}")
-    counts = write_outputs(result, args, lambda r: dict(zip(
-        ("detections", "rejected"), split_detections(r), strict=True)), progress,
-        count_by="rejected")
-    found = counts.pop("None", 0)
+    counts = write_split(result, args, ("detections", "rejected"), progress,
+                         kept=F.lit("detections"))
+    found = counts.pop("detections", 0)
     progress.step(f"done: {found:,} detections; set aside: {summarize(counts)}")
     print(f"detections: {os.path.join(args.output, 'detections')}\n"
           f"rejected:   {os.path.join(args.output, 'rejected')}")

@@ -508,12 +508,10 @@ class PipelineRun:
             self.progress.step(f"sink {name}: the first {sink.rows} rows of {sink.step}")
             print(console_table(rows, sink.rows), flush=True)
             return
+        from windowkit.spark.sinks import write_frame
+
         path = claim_output_part(self.pipeline.output, sink.path)
-        writer = rows.write.mode("overwrite")
-        if sink.format == "csv":
-            writer.option("header", "true").csv(path)
-        else:
-            writer.parquet(path)
+        write_frame(rows, path, sink.format)
         self.progress.step(f"sink {name}: {sink.step} as {sink.format} at {path}")
 
 
@@ -544,16 +542,11 @@ def split_result(function: StepFunction, result):
     """
     from pyspark.sql import functions as F
 
+    import windowkit.spark as wk
+
     if function.split is None:
         return result, None
-    if function.split == "reason":
-        rejected = F.col(function.reason).isNotNull()
-        good = result.filter(~rejected).drop(function.reason, "detail")
-        bad = result.filter(rejected)
-    else:
-        import windowkit.spark as wk
-
-        good, bad = getattr(wk, function.split)(result)
+    good, bad = getattr(wk, function.split)(result)
     return good, bad.select(F.col(function.reason).alias("reason"),
                             F.col("detail").cast("string").alias("detail"))
 

@@ -34,12 +34,12 @@ def multi_granular_section(step: StepRun) -> sec.Section:
     Examples
     --------
     >>> import datetime as dt
-    >>> from windowkit.spark import multi_granular, split_reports
+    >>> from windowkit.spark import multi_granular, split_rejected
     >>> t = [dt.datetime(2024, 1, 1) + dt.timedelta(seconds=s) for s in (1, 2, 30, 61)]
     >>> df = spark.createDataFrame([("a", x, 1.0) for x in t], "src string, t timestamp, v double")
     >>> params = {"time": "t", "window": "RANGES 2 MINUTES, 1 MINUTE SLIDES 1 MINUTE, 1 MINUTE",
     ...           "by": "src", "value": "v"}
-    >>> reports, _ = split_reports(multi_granular(df, **params))
+    >>> reports, _ = split_rejected(multi_granular(df, **params))
     >>> out = multi_granular_section(StepRun("mg", "multi_granular", params, {"input": df},
     ...                              {"input": "flows"}, reports))
     >>> [(h.name, h.value) for h in out.headlines], out.figure.png[:4]
@@ -79,13 +79,13 @@ def recurring_items_section(step: StepRun) -> sec.Section:
     Examples
     --------
     >>> import datetime as dt
-    >>> from windowkit.spark import recurring_items, split_reports
+    >>> from windowkit.spark import recurring_items, split_rejected
     >>> rows = [("h", dt.datetime(2024, 1, 1, 0, m, 0), p)
     ...         for m, p in [(0, "tcp"), (0, "udp"), (2, "tcp"), (3, "tcp")]]
     >>> df = spark.createDataFrame(rows, "host string, t timestamp, proto string")
     >>> params = {"time": "t", "item": "proto", "by": "host",
     ...           "window": "RANGES 4 MINUTES, 2 MINUTES SLIDES 2 MINUTES, 1 MINUTE"}
-    >>> found, _ = split_reports(recurring_items(df, **params))
+    >>> found, _ = split_rejected(recurring_items(df, **params))
     >>> out = recurring_items_section(StepRun("ri", "recurring_items", params, {"input": df},
     ...                               {"input": "flows"}, found))
     >>> [h.name for h in out.headlines], out.figure.png[:4]

@@ -25,12 +25,12 @@ def persistent_section(step: StepRun) -> sec.Section:
 
     Examples
     --------
-    >>> from windowkit.spark import exact_persistent_items, split_persistent
+    >>> from windowkit.spark import exact_persistent_items, split_rejected
     >>> seen = [("a", 1), ("a", 12), ("a", 14), ("b", 15), ("a", 21), ("b", 37)]
     >>> df = spark.createDataFrame(seen, "ip string, s long")
     >>> params = {"item": "ip", "time": "s", "time_unit": "s", "slot": "10 seconds",
     ...           "window_slots": 4, "alpha": 0.5}
-    >>> found, _ = split_persistent(exact_persistent_items(df, **params))
+    >>> found, _ = split_rejected(exact_persistent_items(df, **params))
     >>> out = persistent_section(StepRun("p", "exact_persistent_items", params, {"input": df},
     ...                          {"input": "flows"}, found))
     >>> [(h.name, h.value) for h in out.headlines], out.figure.png[:4]

@@ -28,7 +28,7 @@ def widening_section(step: StepRun) -> sec.Section:
     Examples
     --------
     >>> from datetime import datetime, timedelta
-    >>> from windowkit.spark import split_detections, widen_detect
+    >>> from windowkit.spark import split_rejected, widen_detect
     >>> t0 = datetime(2026, 1, 1)
     >>> rows = [(7, 0, "accept", "3", None, "4"), (7, 3, "dup", "4", None, "0"),
     ...         (7, 5, "dup", "4", None, "1"), (7, 9, "dup", "4", None, "2"),
@@ -39,7 +39,7 @@ def widening_section(step: StepRun) -> sec.Section:
     ...                            "exe string, ret string")
     >>> params = {"time": "t", "by": "pid", "base": "4 seconds", "max_length": 8,
     ...           "max_duration": "1 minute"}
-    >>> found, _ = split_detections(widen_detect(df, **params))
+    >>> found, _ = split_rejected(widen_detect(df, **params))
     >>> out = widening_section(StepRun("shell", "widen_detect", params, {"input": df},
     ...                        {"input": "calls"}, found))
     >>> [(h.name, h.text) for h in out.headlines]  # doctest: +NORMALIZE_WHITESPACE

@@ -19,8 +19,10 @@ from windowkit.techniques import spark_modules as _spark_modules
 # their next task's cache invalidation: see windowkit.spark.python_worker.
 install_zip_directory_cache()
 
-#: Public functions that belong to no technique: the session, and the check of a time column.
-_SHARED = {"windowkit_session": "session", "check_time_outliers": "time_outliers"}
+#: Public functions that belong to no technique: the session, the check of a time column, and
+#: the split of any function's output into results and rejected rows.
+_SHARED = {"windowkit_session": "session", "check_time_outliers": "time_outliers",
+           "split_rejected": "rejected"}
 #: Every public function -> its module under windowkit.spark (the techniques' from their
 #: descriptors, :mod:`windowkit.techniques`).
 _MODULE_OF = {**_spark_modules(), **_SHARED}

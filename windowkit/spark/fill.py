@@ -19,9 +19,9 @@ last + after]``), and Q attaches the filler rows that fall in it, or aggregates 
 
 Every filler row is accounted for: one with a null ``by`` key or a null or unparsable time
 belongs to no frame and comes out as a row of the result with ``rejected = "malformed"`` and
-the row as JSON in ``detail`` (:func:`split_filled` separates them), on a batch and on a
-streaming filler alike. A stored filler table under streaming frames is read again by every
-micro-batch: its rejected rows are :func:`rejected_filler_rows` of it, once.
+the row as JSON in ``detail`` (:func:`windowkit.spark.split_rejected` separates them), on a
+batch and on a streaming filler alike. A stored filler table under streaming frames is read
+again by every micro-batch: its rejected rows are :func:`rejected_filler_rows` of it, once.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from pyspark.sql import types as T
 from windowkit.core.durations import to_micros
 from windowkit.spark.adapter import DETAIL_OUT, REJECTED, row_json
 from windowkit.spark.event_time import EventTime, TimeUnit, event_time
+from windowkit.spark.rejected import deprecated_splitter
 
 _LO, _HI, _BUCKET, _T, _FT = "wk_lo", "wk_hi", "wk_bucket", "wk_t", "wk_frame_time"
 
@@ -93,13 +94,13 @@ def fill_frames(
     Returns
     -------
     DataFrame
-        The frames' columns (``detail`` dropped) and the filler's (its ``by`` column dropped;
-        names the frames also have get a ``filler_`` prefix), or with ``aggregates`` the
-        frames' columns and one column per aggregate; then ``rejected`` (``malformed`` for a
-        filler row with a null key or a null or unparsable time, else null) and ``detail``
-        (that row as JSON). A rejected row has no frame: its other columns are null. Filler
-        rows behind the watermark of a stream-stream fill are dropped by Spark's join and
-        counted by :func:`late_filler_rows`.
+        The frames' columns (their ``rejected`` and ``detail`` dropped) and the filler's (its
+        ``by`` column dropped; names the frames also have get a ``filler_`` prefix), or with
+        ``aggregates`` the frames' columns and one column per aggregate; then ``rejected``
+        (``malformed`` for a filler row with a null key or a null or unparsable time, else
+        null) and ``detail`` (that row as JSON). A rejected row has no frame: its other
+        columns are null. Filler rows behind the watermark of a stream-stream fill are dropped
+        by Spark's join and counted by :func:`late_filler_rows`.
 
     Examples
     --------
@@ -131,7 +132,7 @@ def fill_frames(
                "fill the stored frames from the filler's stored rows")
         raise ValueError(msg)
 
-    frame_cols = [c for c in frames.columns if c != "detail"]
+    frame_cols = [c for c in frames.columns if c not in (REJECTED, DETAIL_OUT)]
     renamed = {c: f"filler_{c}" for c in data.columns
                if c in (*frame_cols, REJECTED, DETAIL_OUT) and c != by}
     filler_cols = [renamed.get(c, c) for c in data.columns if c != by]
@@ -161,24 +162,8 @@ def fill_frames(
     return accepted.unionByName(_padded(rejected, filled))
 
 
-def split_filled(result: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """Split a :func:`fill_frames` result into (filled rows, rejected filler rows).
-
-    Examples
-    --------
-    >>> frames = spark.createDataFrame([("r1", 0, 100, 200, 150, "final")],
-    ...     "router string, frame_id long, start long, end long, last long, status string")
-    >>> bgp = spark.createDataFrame([("r1", 120), (None, 130), ("r1", None)],
-    ...                             "router string, t long")
-    >>> filled, rejected = split_filled(fill_frames(frames, bgp, "t", by="router",
-    ...                                             time_unit="s"))
-    >>> filled.select("frame_id", "t").collect()
-    [Row(frame_id=0, t=120)]
-    >>> sorted(r.detail for r in rejected.collect())
-    ['{"router":"r1"}', '{"t":130}']
-    """
-    accepted = F.col(REJECTED).isNull()
-    return result.filter(accepted).drop(REJECTED, DETAIL_OUT), result.filter(~accepted)
+#: Deprecated: :func:`windowkit.spark.split_rejected` splits every function's output.
+split_filled = deprecated_splitter("split_filled")
 
 
 def rejected_filler_rows(data: DataFrame, time: str, by: str | None = None,

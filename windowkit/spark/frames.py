@@ -25,12 +25,13 @@ from windowkit.spark.adapter import (
     INTERNAL_PREFIX,
     REJECTED,
     OperatorJob,
-    as_column,
     named,
     run_operator,
 )
 from windowkit.spark.event_time import TimeUnit
+from windowkit.spark.rejected import deprecated_splitter
 
+#: The statuses of a frame (``status`` is null on a rejected row).
 FRAME_STATUSES = ("partial", "final")
 
 
@@ -104,11 +105,12 @@ def threshold_frames(
     -------
     DataFrame
         ``key`` (named after ``by``), ``frame_id``, ``start``, ``end``, ``last``, ``n_tuples``,
-        ``n_missing``, ``status`` (``partial``/``final``, or ``malformed``/``late`` for rows that
-        could not be framed: a null or unparsable time, or one beyond 2**61 µs from 1970; a
-        null ``by`` key; a predicate that cannot be evaluated; or behind the watermark; with
-        the row as JSON in ``detail``).
-        Use :func:`split_rejected` to separate them.
+        ``n_missing``, ``status`` (``partial``/``final``), ``rejected`` and ``detail``: a row that
+        could not be framed (a null or unparsable time, or one beyond 2**61 µs from 1970; a
+        null ``by`` key; a predicate that cannot be evaluated; or behind the watermark) comes
+        out with its reason in ``rejected`` (``malformed``/``late``), the row as JSON in
+        ``detail`` and null frame columns. :func:`windowkit.spark.split_rejected` separates
+        them.
 
     Examples
     --------
@@ -141,7 +143,7 @@ def threshold_frames(
 
 #: The columns of every framing's output after the key (``by``, or ``key``).
 FRAME_COLUMNS = ["frame_id", "start", "end", "last", "n_tuples", "n_missing", "status",
-                 DETAIL_OUT]
+                 REJECTED, DETAIL_OUT]
 
 
 def check_key_name(by: str | None) -> None:
@@ -153,7 +155,8 @@ def check_key_name(by: str | None) -> None:
     Traceback (most recent call last):
     ...
     ValueError: `by` must not be named like a column of the frames ['frame_id', 'start', \
-'end', 'last', 'n_tuples', 'n_missing', 'status', 'detail']; got 'start' (rename the column first)
+'end', 'last', 'n_tuples', 'n_missing', 'status', 'rejected', 'detail']; got 'start' (rename \
+the column first)
     """
     if by in FRAME_COLUMNS:
         msg = (f"`by` must not be named like a column of the frames {FRAME_COLUMNS}; got {by!r}"
@@ -164,7 +167,7 @@ def check_key_name(by: str | None) -> None:
 def frames_projection(df: DataFrame, by: str | None
                       ) -> Callable[[dict[str, Column | str]], list[Column | str]]:
     """The adapter's projection to frames as every framing gives them: the key back in
-    ``by``'s type and name, a rejected row's reason in ``status``.
+    ``by``'s type and name, then :data:`FRAME_COLUMNS`.
 
     Examples
     --------
@@ -176,25 +179,13 @@ def frames_projection(df: DataFrame, by: str | None
     key = F.col(KEY) if by is None else F.col(KEY).cast(df.schema[by].dataType).alias(by)
 
     def project(columns: dict[str, Column | str]) -> list[Column | str]:
-        status = F.coalesce(as_column(columns[REJECTED]), F.col("status")).alias("status")
-        return [key, *[status if name == "status" else named(name, columns[name])
-                       for name in FRAME_COLUMNS]]
+        return [key, *[named(name, columns[name]) for name in FRAME_COLUMNS]]
 
     return project
 
 
-def split_rejected(result: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """Split a :func:`threshold_frames` result into (frames, rejected rows).
-
-    Examples
-    --------
-    >>> df = spark.createDataFrame([(1, 5.0), (2, 7.0), (None, 9.0)], "t long, x double")
-    >>> frames, rejected = split_rejected(threshold_frames(df, "t", "x > 1", time_unit="s"))
-    >>> frames.count(), rejected.select("status", "detail").first()
-    (1, Row(status='malformed', detail='{"x":9.0}'))
-    """
-    is_frame = F.col("status").isin(*FRAME_STATUSES)
-    return result.filter(is_frame).drop(DETAIL_OUT), result.filter(~is_frame)
+#: Deprecated: :func:`windowkit.spark.split_rejected` splits every function's output.
+split_rejected = deprecated_splitter("windowkit.spark.frames.split_rejected")
 
 
 _CODE = f"{INTERNAL_PREFIX}code"

@@ -3,10 +3,11 @@
 Each function runs a core framer (``windowkit.core.frames``) per key through the generic
 adapter (``windowkit.spark.adapter.run_operator``) and returns threshold frames' columns:
 ``key`` (named after ``by``), ``frame_id``, ``start``, ``end``, ``last``, ``n_tuples``,
-``n_missing``, ``status`` and ``detail``. Rows that cannot be framed (a null or unparsable time,
-a null key) come out with ``status = "malformed"``, rows behind the watermark as ``"late"``,
-with the row as JSON in ``detail`` (:func:`windowkit.spark.split_rejected` separates them). A
-null, NaN or infinite value is a *missing value* for the framing, not a bad row.
+``n_missing``, ``status``, ``rejected`` and ``detail``. Rows that cannot be framed (a null or
+unparsable time, a null key) come out with ``rejected = "malformed"``, rows behind the watermark
+as ``"late"``, with the row as JSON in ``detail`` (:func:`windowkit.spark.split_rejected`
+separates them). A null, NaN or infinite value is a *missing value* for the framing, not a bad
+row.
 """
 
 from __future__ import annotations

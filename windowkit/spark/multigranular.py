@@ -50,8 +50,6 @@ from windowkit.core.multigranular.spec import MultiGranularSpec
 from windowkit.core.operator import KEY
 from windowkit.core.validation import check_choice
 from windowkit.spark.adapter import (
-    DETAIL_OUT,
-    REJECTED,
     SHARD_OUT,
     OperatorJob,
     row_json,
@@ -59,6 +57,7 @@ from windowkit.spark.adapter import (
     user_column,
 )
 from windowkit.spark.event_time import EventTime, TimeUnit, event_time
+from windowkit.spark.rejected import deprecated_splitter
 
 _KEY = "wk_mg_key"
 _VALUE = "wk_mg_value"
@@ -154,7 +153,7 @@ def multi_granular(
         timestamps, ``timestamp_ntz`` for ``timestamp_ntz`` and dates, integers in
         ``time_unit``), the aggregates; plus
         ``rejected`` (``malformed``/``late``, else null) and ``detail`` (the rejected row as
-        JSON). :func:`split_reports` separates them.
+        JSON). :func:`windowkit.spark.split_rejected` separates them.
 
     Examples
     --------
@@ -285,19 +284,8 @@ def recurring_items(
                       shards, project, clock)
 
 
-def split_reports(result: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """Split a result into (reports, rejected rows).
-
-    Examples
-    --------
-    >>> df = spark.createDataFrame([(1, "5.0"), (2, "n/a")], "t long, x string")
-    >>> reports, rejected = split_reports(multi_granular(
-    ...     df, "t", levels=[("2 us", "1 us")], value="x", time_unit="us"))
-    >>> reports.count(), rejected.select("rejected").first()[0]
-    (2, 'malformed')
-    """
-    is_report = F.col(REJECTED).isNull()
-    return result.filter(is_report).drop(REJECTED, DETAIL_OUT), result.filter(~is_report)
+#: Deprecated: :func:`windowkit.spark.split_rejected` splits every function's output.
+split_reports = deprecated_splitter("split_reports")
 
 
 # ---------------------------------------------------------------------- internals

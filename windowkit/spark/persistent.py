@@ -10,7 +10,7 @@ epoch: slot ``s`` is ``[s * slot, (s + 1) * slot)``, like Spark's ``window()``.
   item computed in the JVM, so every shard sees all the rows of its items and runs one operator;
   the shards' reports are disjoint, so their union is the answer (no merge step).
 * :func:`exact_persistent_items` is the exact baseline in plain Spark SQL.
-* :func:`split_persistent` separates reported items from rejected rows.
+* :func:`windowkit.spark.split_rejected` separates reported items from rejected rows.
 """
 
 from __future__ import annotations
@@ -36,9 +36,10 @@ from windowkit.spark.adapter import (
     run_operator,
 )
 from windowkit.spark.event_time import EventTime, TimeUnit, event_time
+from windowkit.spark.rejected import deprecated_splitter
 
 REPORTED = "persistent"
-"""``status`` of an output row that reports an item (others: ``malformed``, ``late``)."""
+"""``status`` of an output row that reports an item (null on a rejected row)."""
 
 _SLOT = "wk_slot"
 
@@ -121,10 +122,10 @@ def persistent_items(
         bounds: timestamps, or microseconds when ``time`` is an integer column), the item
         column, ``estimate`` (double: sampled persistence ``+ epsilon * window_slots / 2``,
         the expected slots missed before the item was sampled, so an item seen in nearly every
-        slot can get more than ``window_slots``), ``status`` (``persistent``; ``malformed``
-        for a null item or time; ``late`` for a streaming row behind the watermark) and
-        ``detail`` (the rejected row as JSON). Use :func:`split_persistent` to separate the
-        two kinds.
+        slot can get more than ``window_slots``), ``status`` (``persistent``), ``rejected``
+        (null; ``malformed`` for a null item or time, ``late`` for a streaming row behind the
+        watermark, with null item columns) and ``detail`` (the rejected row as JSON). Use
+        :func:`windowkit.spark.split_rejected` to separate the two kinds.
 
     Raises
     ------
@@ -181,11 +182,12 @@ def persistent_items(
     # The operator routes by the item: every row of an item reaches the same shard (a row
     # without an item is malformed), and no key travels to Python (the operator needs none).
     def project(columns: dict[str, Column | str]) -> list[Column | str]:
-        status = F.coalesce(as_column(columns[REJECTED]), F.lit(REPORTED))
+        reason = as_column(columns[REJECTED])
+        status = F.when(reason.isNull(), F.lit(REPORTED)).alias("status")
         return ["window_end_slot",
                 *_bounds(F.col("window_end_slot"), slot_us, window_slots, origin_us, clock),
-                F.col(ITEM).cast(item_type).alias(item), "estimate", status.alias("status"),
-                DETAIL_OUT]
+                F.col(ITEM).cast(item_type).alias(item), "estimate", status,
+                reason.alias(REJECTED), DETAIL_OUT]
 
     return run_operator(df, job, time=micros, key=None, shards=shards, late=late,
                         time_unit="us", project=project)
@@ -229,9 +231,9 @@ def exact_persistent_items(
     -------
     DataFrame
         ``window_end_slot``, ``window_start``, ``window_end``, the item column,
-        ``persistence`` (long), ``status`` (``persistent``, or ``malformed`` for a row with a
-        null item or a null or unparsable time, never dropped silently) and ``detail`` (the
-        rejected row as JSON).
+        ``persistence`` (long), ``status`` (``persistent``), ``rejected`` (null, or
+        ``malformed`` for a row with a null item or a null or unparsable time, never dropped
+        silently, with null item columns) and ``detail`` (the rejected row as JSON).
 
     Examples
     --------
@@ -281,30 +283,16 @@ def exact_persistent_items(
     reported = out.select(
         "window_end_slot", *bounds, F.col(ITEM).alias(item),
         F.col("p").cast("long").alias("persistence"), F.lit(REPORTED).alias("status"),
-        F.lit(None).cast("string").alias(DETAIL_OUT))
+        F.lit(None).cast("string").alias(REJECTED), F.lit(None).cast("string").alias(DETAIL_OUT))
     original = row_json(df, own_only=False)
     rejected = df.where(~F.coalesce(usable, F.lit(False))).select(
-        *[F.lit(None).cast(f.dataType).alias(f.name) for f in reported.schema.fields[:5]],
-        F.lit("malformed").alias("status"), original.alias(DETAIL_OUT))
+        *[F.lit(None).cast(f.dataType).alias(f.name) for f in reported.schema.fields[:6]],
+        F.lit("malformed").alias(REJECTED), original.alias(DETAIL_OUT))
     return reported.unionByName(rejected)
 
 
-def split_persistent(result: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """Split a :func:`persistent_items` result into (reported items, rejected rows).
-
-    Examples
-    --------
-    >>> df = spark.createDataFrame([("a", 1), ("a", 2), (None, 3), ("b", None)],
-    ...                            "item string, t long")
-    >>> found, rejected = split_persistent(persistent_items(
-    ...     df, "item", "t", slot=1, window_slots=2, alpha=1.0, epsilon=0.5, time_unit="us"))
-    >>> found.select("window_end_slot", "item", "estimate").orderBy("window_end_slot").collect()
-    [Row(window_end_slot=1, item='a', estimate=1.5), Row(window_end_slot=2, item='a', estimate=2.5)]
-    >>> sorted(r.detail for r in rejected.collect())
-    ['{"item":"b"}', '{"t":3}']
-    """
-    reported = F.col("status") == F.lit(REPORTED)
-    return result.filter(reported).drop(DETAIL_OUT), result.filter(~reported)
+#: Deprecated: :func:`windowkit.spark.split_rejected` splits every function's output.
+split_persistent = deprecated_splitter("split_persistent")
 
 
 # -- helpers -----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Exactly-once Parquet output for streaming queries, readable by Spark, pandas and pyarrow.
+"""Exactly-once output (Parquet or CSV) of streaming queries, read by Spark, pandas, pyarrow.
 
 ``foreachBatch`` gives at-least-once delivery: a micro-batch whose output was written but whose
 commit Spark had not yet recorded when the driver died is run again after the restart (with the
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame
-from pyspark.sql.streaming import StreamingQuery
-
-from windowkit.spark.session import is_connect
+if TYPE_CHECKING:  # the command line reads OUTPUT_FORMATS before Spark is imported
+    from pyspark.sql import DataFrame
+    from pyspark.sql.streaming import StreamingQuery
 
 STAGING = "_staging"
 #: Test hook: kill the driver (SIGKILL) right after writing this micro-batch (a batch id, or
@@ -26,11 +26,65 @@ STAGING = "_staging"
 #: the replay after a restart writes nothing twice.
 KILL_AFTER_WRITE_ENV = "WINDOWKIT_TEST_KILL_AFTER_BATCH"
 
-Splitter = Callable[[DataFrame], dict[str, DataFrame]]
+Splitter = Callable[["DataFrame"], dict[str, "DataFrame"]]
 
 
-def commit_batch(part: DataFrame, base: str, batch_id: int) -> bool:
-    """Write ``part`` as ``base/batch=<batch_id>`` exactly once; False if it was already there.
+#: The formats a result is written in: Parquet (the default), or CSV with a header line.
+OUTPUT_FORMATS = ("parquet", "csv")
+
+
+def csv_columns(df: DataFrame) -> DataFrame:
+    """``df`` with the columns CSV cannot hold made text: arrays, maps and structs as JSON,
+    bytes as base64 (timestamps stay timestamps: :func:`write_frame` writes them in ISO 8601,
+    to the microsecond).
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([([1, 2], b"ab", 3)], "a array<long>, b binary, c long")
+    >>> csv_columns(df).first()
+    Row(a='[1,2]', b='YWI=', c=3)
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    def text(field: T.StructField):
+        column = F.col(f"`{field.name}`")
+        if isinstance(field.dataType, (T.ArrayType, T.MapType, T.StructType)):
+            return F.to_json(column).alias(field.name)
+        if isinstance(field.dataType, T.BinaryType):
+            return F.base64(column).alias(field.name)
+        return column
+
+    return df.select(*[text(f) for f in df.schema.fields])
+
+
+def write_frame(df: DataFrame, path: str, fmt: str = "parquet") -> None:
+    """Write ``df`` to the folder ``path`` (replacing it) in ``fmt``, one of
+    :data:`OUTPUT_FORMATS`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> out = tempfile.mkdtemp() + "/t"
+    >>> write_frame(spark.createDataFrame([(1,)], "x long"), out, "csv")
+    >>> spark.read.csv(out, header=True).first()
+    Row(x='1')
+    """
+    if fmt not in OUTPUT_FORMATS:
+        msg = f"`output_format` must be one of {', '.join(OUTPUT_FORMATS)}; got {fmt!r}"
+        raise ValueError(msg)
+    if fmt == "csv":
+        # Spark's default text of a timestamp stops at milliseconds
+        (csv_columns(df).write.mode("overwrite").option("header", True)
+         .option("timestampFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX")
+         .option("timestampNTZFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSSSS").csv(path))
+    else:
+        df.write.mode("overwrite").parquet(path)
+
+
+def commit_batch(part: DataFrame, base: str, batch_id: int, fmt: str = "parquet") -> bool:
+    """Write ``part`` as ``base/batch=<batch_id>`` (in ``fmt``, as :func:`write_frame`) exactly
+    once; False if it was already there.
 
     Examples
     --------
@@ -47,7 +101,7 @@ def commit_batch(part: DataFrame, base: str, batch_id: int) -> bool:
     if fs.exists(final):
         return False
     staging = f"{base}/{STAGING}/batch={batch_id}"
-    part.write.mode("overwrite").parquet(staging)
+    write_frame(part, staging, fmt)
     fs.move(staging, final)
     return True
 
@@ -98,6 +152,8 @@ class _ArrowFiles:
 
 
 def _filesystem(df: DataFrame) -> _HadoopFiles | _ArrowFiles:
+    from windowkit.spark.session import is_connect
+
     spark = df.sparkSession
     return _ArrowFiles() if is_connect(spark) else _HadoopFiles(spark)
 
@@ -109,6 +165,7 @@ def write_stream_exactly_once(
     split: Splitter,
     on_batch: Callable[[int, dict[str, int]], None] | None = None,
     count_by: str | None = None,
+    fmt: str = "parquet",
 ) -> StreamingQuery:
     """Start ``result`` (a streaming DataFrame) writing each of ``split``'s parts exactly once.
 
@@ -128,12 +185,16 @@ def write_stream_exactly_once(
         a Python process of the server: there, count the written parts afterwards.
     count_by : str, optional
         The column whose values ``on_batch`` gets counts of.
+    fmt : {"parquet", "csv"}
+        The format the parts are written in (:func:`write_frame`).
 
     Returns
     -------
     StreamingQuery
         Started with ``trigger(availableNow=True)``: it processes what is there and stops.
     """
+
+    from windowkit.spark.session import is_connect
 
     if is_connect(result.sparkSession):
         on_batch = None  # it would run, and print, on the server
@@ -142,7 +203,7 @@ def write_stream_exactly_once(
         batch = batch.persist()
         try:
             for name, part in split(batch).items():
-                commit_batch(part, f"{output}/{name}", batch_id)
+                commit_batch(part, f"{output}/{name}", batch_id, fmt)
             if os.environ.get(KILL_AFTER_WRITE_ENV) in (str(batch_id), "first"):
                 import signal
 

@@ -27,6 +27,7 @@ from windowkit.spark.adapter import (
     user_column,
 )
 from windowkit.spark.event_time import EventTime, TimeUnit, event_time
+from windowkit.spark.rejected import deprecated_splitter
 
 TIME_COLUMNS = ("window_start", "window_end", "detected_at", "first_time", "last_time")
 
@@ -96,7 +97,7 @@ def widen_detect(
         ``times`` (array of the matched rows' times, in the detector's order), ``ordinals``
         (array: each row's rank among the key's rows with the same time), ``rejected``
         (null, or ``malformed``/``late`` for rows that could not be used, with the row as JSON
-        in ``detail``). Use :func:`split_detections` to separate them.
+        in ``detail``). Use :func:`windowkit.spark.split_rejected` to separate them.
 
     Examples
     --------
@@ -169,19 +170,6 @@ def _detections_projection(df: DataFrame, by: str | None, clock: EventTime
     return project
 
 
-def split_detections(result: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """Split a :func:`widen_detect` result into (detections, rejected rows).
-
-    Examples
-    --------
-    >>> from datetime import datetime
-    >>> df = spark.createDataFrame([(datetime(2026, 1, 1), "execve"), (None, "execve")],
-    ...                            "t timestamp, call string")
-    >>> found, rejected = split_detections(widen_detect(df, "t", detector="execve",
-    ...                                                 base="1 second", levels=1))
-    >>> found.count(), rejected.select("rejected").first()
-    (1, Row(rejected='malformed'))
-    """
-    ok = F.col(REJECTED).isNull()
-    return result.filter(ok).drop(REJECTED, DETAIL_OUT), result.filter(~ok)
+#: Deprecated: :func:`windowkit.spark.split_rejected` splits every function's output.
+split_detections = deprecated_splitter("split_detections")
 

@@ -45,7 +45,6 @@ def check_heavy_hitters(params: dict[str, Any]) -> None:
 def report_example(run: Any) -> None:
     """Add the Count-Min steps of the report's example run: the busiest sources' sketch (the
     items' order as time) and the heavy sources tested against it."""
-    from pyspark.sql import functions as F
 
     import windowkit.spark as W
 
@@ -54,9 +53,7 @@ def report_example(run: Any) -> None:
               "epsilon": 0.05, "delta": 0.25}
     snapshots = run.add("busy sources", "windowed_count_min", params,
                         {"input": ("flows", flows)}, W.windowed_count_min(flows, **params),
-                        split=lambda out: (out.filter(F.col("rejected").isNull()),
-                                           out.filter(F.col("rejected").isNotNull())),
-                        reason="rejected")
+                        split=W.split_rejected, reason="rejected")
     run.add("heavy sources", "heavy_hitters", {"phi": 0.04, "item": "source", "latest": True},
             {"input": (snapshots.name, snapshots.result), "candidates": ("flows", flows)},
             W.heavy_hitters(snapshots.result, flows.select("source").distinct(), 0.04,
@@ -68,7 +65,7 @@ TECHNIQUE = Technique(
     question="how often did an item occur in the recent window, in small space?",
     core=("windowkit.core.sketches", "windowkit.core.sketches.operator"),
     functions=(
-        StepFunction("windowed_count_min", "countmin", split="reason", reason="rejected",
+        StepFunction("windowed_count_min", "countmin", split="split_rejected", reason="rejected",
                      from_input=TIMED, columns=("item", "time", "by"),
                      durations={"tick": "time", "late": "time"}, check=check_count_min,
                      latest_window=("window", "tick"),

@@ -21,7 +21,7 @@ _DURATIONS = {"min_duration": "time or rows", "fragment_every": "time or rows",
 def _framing(name: str, module: str = "framings", columns: tuple[str, ...] = ("time", "by",
                                                                            "value"),
              **extra: Any) -> StepFunction:
-    return StepFunction(name, module, split="split_rejected", reason="status", from_input=KEYED,
+    return StepFunction(name, module, split="split_rejected", reason="rejected", from_input=KEYED,
                         columns=columns, durations=_DURATIONS, report="frames:frames_section",
                         **extra)
 
@@ -54,7 +54,7 @@ def report_example(run: Any) -> None:
     from windowkit.report.example import MARKUP
 
     routers, bgp = run.tables["routers"], run.tables["bgp"]
-    framed = {"split": W.split_rejected, "reason": "status"}
+    framed = {"split": W.split_rejected, "reason": "rejected"}
     when = f"loss_rate > 0.003 AND router <> '{MARKUP.replace(chr(39), '')}'"
     loss = run.add(f"loss {MARKUP}", "threshold_frames",
                    {"when": when, "min_duration": "1 minute"}, {"input": ("routers", routers)},
@@ -91,7 +91,7 @@ TECHNIQUE = Technique(
                      from_input={"by": ("input", "key")}, batch_only=True,
                      input_from=FRAME_FUNCTIONS),
         StepFunction("fill_frames", "fill", roles=(("frames", "input"), ("data", "data")),
-                     split="split_filled", reason="rejected",
+                     split="split_rejected", reason="rejected",
                      from_input={"time": ("data", "time"), "by": ("data", "key"),
                                  "time_unit": ("data", "time_unit"),
                                  "late": ("data", "watermark")},
@@ -101,7 +101,7 @@ TECHNIQUE = Technique(
                      check=check_fill, expressions=("aggregates",),
                      report="fill:fill_section"),
     ),
-    helpers={"split_rejected": "frames", "split_filled": "fill"},
+    helpers={"split_filled": "fill"},
     cli=("windowkit.cli.frames", "windowkit.cli.fill"),
     report_example=report_example,
     example_functions=("threshold_frames", "delta_frames", "fill_frames"),

@@ -37,7 +37,7 @@ def report_example(run: Any) -> None:
     import windowkit.spark as W
 
     flows = run.tables["flows"]
-    reports = {"split": W.split_reports, "reason": "rejected"}
+    reports = {"split": W.split_rejected, "reason": "rejected"}
     params = {"time": "time", "time_unit": "us", "by": "source", "value": "bytes",
               "window": "RANGES 10 MINUTES, 1 MINUTE SLIDES 1 MINUTE, 10 SECONDS",
               "aggregates": ["count", "mean"]}
@@ -49,7 +49,7 @@ def report_example(run: Any) -> None:
             W.recurring_items(flows, **params), **reports)
 
 
-_STEP = {"module": "multigranular", "split": "split_reports", "reason": "rejected",
+_STEP = {"module": "multigranular", "split": "split_rejected", "reason": "rejected",
          "from_input": KEYED, "durations": {"late": "time"}, "check": check_levels}
 
 TECHNIQUE = Technique(

@@ -36,7 +36,7 @@ def report_example(run: Any) -> None:
     import windowkit.spark as W
 
     flows = run.tables["flows"]
-    persistent = {"split": W.split_persistent, "reason": "status"}
+    persistent = {"split": W.split_rejected, "reason": "rejected"}
     params = {"item": "source", "time": "time", "time_unit": "us", "slot": "30 seconds",
               "window_slots": 10, "alpha": 0.5, "epsilon": 0.2}
     run.add("persistent sources", "persistent_items", params, {"input": ("flows", flows)},
@@ -46,7 +46,7 @@ def report_example(run: Any) -> None:
             {"input": ("flows", flows)}, W.exact_persistent_items(flows, **params), **persistent)
 
 
-_STEP = {"module": "persistent", "split": "split_persistent", "reason": "status",
+_STEP = {"module": "persistent", "split": "split_rejected", "reason": "rejected",
          "from_input": TIMED, "columns": ("item", "time"),
          "durations": {"slot": "time", "late": "time"}, "latest_window": ("window_slots", "slot"),
          "report": "persistent:persistent_section"}

@@ -36,7 +36,7 @@ def report_example(run: Any) -> None:
     params = {"time": "time", "by": "key", "base": "4 seconds", "max_length": 16,
               "max_duration": "20 minutes"}
     run.add("remote shells", "widen_detect", params, {"input": ("calls", calls)},
-            W.widen_detect(calls, late=None, **params), split=W.split_detections,
+            W.widen_detect(calls, late=None, **params), split=W.split_rejected,
             reason="rejected")
     run.add("broken", "widen_detect", {"time": "time"}, {"input": ("calls", calls)},
             calls.sparkSession.range(2))
@@ -47,7 +47,7 @@ TECHNIQUE = Technique(
     question="did a known sequence of events happen, however slowly?",
     core=("windowkit.core.widening",),
     functions=(
-        StepFunction("widen_detect", "widening", split="split_detections", reason="rejected",
+        StepFunction("widen_detect", "widening", split="split_rejected", reason="rejected",
                      from_input=KEYED, columns=("time", "by"),
                      durations={"base": "time", "max_duration": "time", "late": "time"},
                      check=check_widening, needs=(("call", "matches system calls"),),
