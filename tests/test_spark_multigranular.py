@@ -437,15 +437,15 @@ def test_every_level_has_the_windows_and_aggregates_of_spark_window(spark):
     """By default each level's reports are the rows of ``window(time, range, slide,
     startTime)`` grouped with the key, window for window, on rows lying on window bounds and
     with a non-zero origin (issue #36, point 1)."""
-    from windowkit.spark import multi_granular, split_reports
+    from windowkit.spark import multi_granular, split_rejected
 
     df = boundary_readings(spark)
     levels = [("5 minutes", "5 minutes"), ("15 minutes", "5 minutes"), ("1 hour", "15 minutes")]
     origin = 2 * 60_000_000  # windows start 2 minutes past whole slides, like startTime
     aggs = ["count", "sum", "min", "max", "mean"]
-    reports, rejected = split_reports(multi_granular(df, "time", levels=levels, by="patient",
-                                                     value="glucose", aggregates=aggs,
-                                                     origin=origin))
+    reports, rejected = split_rejected(multi_granular(df, "time", levels=levels, by="patient",
+                                                      value="glucose", aggregates=aggs,
+                                                      origin=origin))
     assert rejected.count() == 0
     got = reports.toPandas()
     for k, (rng, slide) in enumerate(levels):
