@@ -241,49 +241,6 @@ def test_count_min_headlines_against_the_last_window(report):
 
 
 
-def test_count_min_section_keeps_every_item_in_spark_issue38(spark, monkeypatch):
-    """With many more distinct items than the figure draws, the section's numbers are the
-    last window's, yet no query brings more rows to Python than the drawn items, and the
-    coordinator's merge (a Python UDF) does not run: the sketch is summed in the driver."""
-    from pyspark.sql import DataFrame
-
-    import windowkit.spark as W
-    from windowkit.report import countmin
-    from windowkit.spark.countmin import merge
-
-    n, distinct, window = 3000, 400, 1000
-    items = [i % distinct if i % 3 else i % 7 for i in range(n)]
-    df = spark.createDataFrame(list(zip(items, range(n), strict=True)), "item int, t long")
-    params = {"item": "item", "time": "t", "window": window, "algorithm": "perfect",
-              "epsilon": 0.001}
-    snaps = W.windowed_count_min(df, **params).filter("rejected IS NULL")
-    truth = pd.Series(items[-window:]).value_counts()
-    brought: list[int] = []
-
-    def counted(read):
-        def reading(self, *args, **kwargs):
-            out = read(self, *args, **kwargs)
-            brought.append(len(out))
-            return out
-        return reading
-
-    def refuse(*args, **kwargs):
-        msg = "the report ran merge_count_min"
-        raise AssertionError(msg)
-
-    monkeypatch.setattr(DataFrame, "collect", counted(DataFrame.collect))
-    monkeypatch.setattr(DataFrame, "toPandas", counted(DataFrame.toPandas))
-    monkeypatch.setattr(W, "merge_count_min", refuse)
-    monkeypatch.setattr(merge, "merge_count_min", refuse)
-    section = countmin.count_min_section(StepRun(
-        "cm", "windowed_count_min", params, {"input": df}, {"input": "items"}, snaps), phi=0.01)
-    shown = {h.name: h.value for h in section.headlines}
-    assert shown["items"] == len(truth) > 2 * countmin.TOP
-    assert shown["window_count"] == window
-    assert shown["heavy_hitters"] == int((truth >= 0.01 * window).sum())
-    assert section.figure is not None
-    assert brought and max(brought) <= countmin.TOP, brought
-
 def test_heavy_hitters_headlines(report):
     summary, _, _, page = report
     rows = _step(summary, "heavy sources").result.toPandas()
