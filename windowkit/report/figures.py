@@ -63,7 +63,7 @@ def subplots(nrows: int = 1, height: float = 3.4, *, bottom: float = MARGINS[3],
     >>> fig, ax = subplots()
     >>> to_png(fig)[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
     True
-    >>> round(fig.subplotpars.bottom * 3.4, 2)
+    >>> round(float(fig.subplotpars.bottom) * 3.4, 2)
     0.6
     """
     plt = pyplot()
@@ -75,20 +75,23 @@ def subplots(nrows: int = 1, height: float = 3.4, *, bottom: float = MARGINS[3],
 
 
 def fixed_margins(fig, bottom: float = MARGINS[3]) -> None:
-    """Set ``fig``'s margins to :data:`MARGINS` (inches, ``bottom`` apart), whatever its size.
+    """Set ``fig``'s margins to :data:`MARGINS` (inches, ``bottom`` apart), whatever its
+    size (shrunk on a figure too short for them).
 
     Examples
     --------
     >>> import matplotlib.figure
     >>> fig = matplotlib.figure.Figure(figsize=(12, 4))
     >>> fixed_margins(fig, bottom=1.0)
-    >>> round(fig.subplotpars.left * 12, 2), fig.subplotpars.bottom
+    >>> round(float(fig.subplotpars.left) * 12, 2), float(fig.subplotpars.bottom)
     (0.9, 0.25)
     """
     width, height = fig.get_size_inches()
     left, right, top, _ = MARGINS
-    fig.subplots_adjust(left=left / width, right=1 - right / width, top=1 - top / height,
-                        bottom=bottom / height)
+    # a figure too short for them keeps a fifth of its height for its axes
+    shrink = min(1.0, 0.8 * height / (top + bottom))
+    fig.subplots_adjust(left=left / width, right=1 - right / width,
+                        top=1 - shrink * top / height, bottom=shrink * bottom / height)
 
 
 def pyplot():
