@@ -240,6 +240,7 @@ def test_count_min_headlines_against_the_last_window(report):
     assert "φ = 0.04" in page.steps[step.name]["caption"]
 
 
+
 def test_heavy_hitters_headlines(report):
     summary, _, _, page = report
     rows = _step(summary, "heavy sources").result.toPandas()
@@ -280,6 +281,29 @@ def test_import_is_cheap():
                          check=True)
     assert out.stdout.strip() == "[]"
 
+
+
+def test_matplotlib_is_imported_while_the_sections_are_built_issue38():
+    """The report imports matplotlib in the background as it starts building its sections,
+    before any of them has a figure to draw (its import takes seconds of the driver)."""
+    code = ("import sys, threading\n"
+            "from windowkit.report import RunSummary, StepRun\n"
+            "from windowkit.report import render, steps\n"
+            "seen = []\n"
+            "def section(step, summary=None):\n"
+            "    seen.append(threading.enumerate())\n"
+            "    return real(step, summary)\n"
+            "real, steps.step_section = steps.step_section, section\n"
+            "run = RunSummary('t', 'p.toml', 'local', 'batch',\n"
+            "                 steps=[StepRun('s', 'merge_count_min', {}, {}, {}, None)])\n"
+            "render.step_views(run)\n"
+            "print(any(t.name == 'report-matplotlib' for t in seen[0]))\n"
+            "for t in seen[0]:\n"
+            "    if t.name == 'report-matplotlib': t.join()\n"
+            "print(sys.modules['matplotlib'].get_backend().lower())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split() == ["True", "agg"]
 
 @pytest.mark.parametrize("window", [{"unit": "ticks", "tick": "1 minute", "window": 45},
                                     {"window": 700}])

@@ -176,3 +176,19 @@ def test_figures_are_drawn_one_at_a_time_while_sections_build_at_once_issue38():
     one.join(30)
     two.join(30)
     assert second_in.is_set()
+
+
+def test_a_long_series_gets_a_point_per_pixel_and_keeps_its_peak_issue38(spark):
+    """A line of more rows than its figure has pixels across is reduced in Spark to at most a
+    point per pixel, the highest value of each bucket kept (a burst stays visible)."""
+    from pyspark.sql import functions as F
+
+    from windowkit.report.collect import series
+    from windowkit.report.figures import DPI, WIDTH
+
+    n = 3 * int(WIDTH * DPI)
+    df = spark.range(n).select(F.col("id").alias("t"),
+                               F.when(F.col("id") == n // 2, 50.0).otherwise(1.0).alias("v"))
+    out = series(df, F.col("t"), F.col("v"))
+    assert len(out) <= WIDTH * DPI
+    assert out["value"].max() == 50.0 and out["t"].is_monotonic_increasing

@@ -52,6 +52,8 @@ def plot_frames(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from windowkit.report.figures import fixed_margins
+
     fig, ax = plt.subplots(figsize=(12, 3.8), dpi=110)
     data = readings.sort_values(time)
     ax.plot(data[time], data[value], lw=0.8, color="#31587a", label=value)
@@ -65,7 +67,8 @@ def plot_frames(
     ax.set_ylabel(value)
     ax.set_title(title or f"{len(final)} frames")
     ax.legend(loc="upper right", fontsize=8)
-    return _save(fig, path)
+    fixed_margins(fig)  # numbers and times label the axes: no layout to compute
+    return _save(fig, path, tight=False)
 
 
 def persistence_matrix(
@@ -200,11 +203,13 @@ def _end_labels(reports: pd.DataFrame, slots: list[int]) -> tuple[list[str], str
     return [end.strftime("%Y-%m-%d %H:%M") for end in ends], "window end"
 
 
-def _save(fig, path: str) -> str:
-    """Write ``fig`` to ``path`` as a PNG and free it (pyplot keeps every open figure)."""
+def _save(fig, path: str, tight: bool = True) -> str:
+    """Write ``fig`` to ``path`` as a PNG and free it (pyplot keeps every open figure); with
+    ``tight``, its margins fit its labels first."""
     import matplotlib.pyplot as plt
 
-    fig.tight_layout()
+    if tight:
+        fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
     return path

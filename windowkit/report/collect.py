@@ -14,10 +14,12 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from windowkit.report.figures import DPI, WIDTH
 from windowkit.spark.event_time import event_time
 
-#: The most points one line of a figure gets; beyond, rows are reduced per time bucket.
-MAX_POINTS = 4000
+#: The most points one line of a figure gets, a point per pixel of the figure's width;
+#: beyond, rows are reduced per time bucket (more points would be drawn over each other).
+MAX_POINTS = int(WIDTH * DPI)
 
 
 def time_micros(df: DataFrame, name: str, time_unit: str | None = None) -> Column:

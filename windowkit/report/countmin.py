@@ -1,8 +1,9 @@
 """The report of a ``windowed_count_min`` step: heavy hitters against their true counts.
 
 The step's result is the sites' sketch snapshots. The coordinator's view
-(:func:`~windowkit.spark.merge_count_min`) estimates every distinct item of the input
-(:func:`~windowkit.spark.estimate_frequency`); the true counts are an exact
+(:func:`~windowkit.spark.merge_count_min`'s sketch, summed in the driver from the latest
+snapshot of each shard) estimates every distinct item of the input in the JVM; the true
+counts are an exact
 ``groupBy(item).count()`` over the input's last window, its steps found the way the step
 found them (:func:`~windowkit.spark.countmin.count_min_sites`: positions for
 ``unit="samples"``, ``time // tick`` for ``unit="ticks"``; the window is the ``window`` steps
@@ -14,7 +15,7 @@ up to the last one, the step of the sketch's latest snapshot). Heavy hitters are
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -27,8 +28,11 @@ from windowkit.report.collect import time_micros
 from windowkit.report.figures import BLUE, ORANGE, drawn, empty_note, subplots, to_png
 from windowkit.report.model import RunSummary, StepRun
 
+if TYPE_CHECKING:
+    from windowkit.core.sketches import CountMin
+
 DEFAULT_PHI = 0.01
-#: Items drawn: the largest true counts, and every heavy hitter up to this many in all.
+#: Items drawn: the largest true counts in the window.
 TOP = 20
 
 
@@ -54,42 +58,89 @@ def count_min_section(step: StepRun, phi: float | None = None,
     >>> {h.name: h.value for h in out.headlines}["heavy_hitters"], out.figure.png[:4]
     (1, b'\\x89PNG')
     """
-    from windowkit.core.sketches import CountMin
-    from windowkit.spark import merge_count_min
+    from windowkit.spark.countmin.merge import window_count as merged_window_count
+    from windowkit.spark.countmin.queries import estimate_keys
 
     args = step.arguments
-    df, result, item = step.inputs.get("input"), step.result, args.get("item")
+    df, item = step.inputs.get("input"), args.get("item")
     phi = downstream_phi(step, summary) if phi is None else phi
     phi = DEFAULT_PHI if phi is None else float(phi)
     if df is None or not isinstance(item, str):
         return sec.Section(error="the step has no `input` or no `item` column name")
-    merged = None if result is None else _with_last_step(merge_count_min(result), args).first()
-    if merged is None:
-        counts = counted_once(df, args)
-        return sec.Section(_headlines(None, int((counts["true_count"] > 0).sum()), None, phi,
-                                      None), note="no rows: no sketch snapshot")
-    counts = counted_once(df, args, last=merged["wk_last"])
-    window_count, threshold = merged["window_count"], phi * merged["window_count"]
-    # the merged sketch is in the driver and every distinct item's key came with its count:
-    # the estimates are the sketch's own (what estimate_frequency computes), with no Spark job
-    sketch = CountMin.from_bytes(bytes(merged["sketch"]))
-    keys = counts["wk_key"].to_numpy(dtype="int64")
-    estimated = counts.assign(estimate=np.asarray(sketch.estimate(keys)).astype("int64"))
-    hit = (estimated["estimate"] >= threshold) & (estimated["estimate"] > 0)
-    over = (estimated["estimate"] - estimated["true_count"]).max() if len(estimated) else None
-    headlines = _headlines(window_count, int((estimated["true_count"] > 0).sum()),
-                           int(hit.sum()), phi, None if over is None else int(over))
-    by_count = ["true_count", "estimate"]
-    shown = pd.concat([estimated.sort_values(by_count, ascending=False).head(TOP),
-                       estimated[hit].sort_values("estimate", ascending=False).head(TOP)])
-    shown = (shown.drop_duplicates(subset=[item])
-             .sort_values(by_count, ascending=False).head(TOP).reset_index(drop=True))
+    view = latest_view(step.result, args)
+    if view is None:
+        items = counted_once(df, args).filter(F.col("true_count") > 0).count()
+        return sec.Section(_headlines(None, items, None, phi, None),
+                           note="no rows: no sketch snapshot")
+    sketch, last = view
+    window_count = merged_window_count(sketch)
+    threshold = phi * window_count
+    estimated = estimate_keys(sketch, counted_once(df, args, last=last), "wk_key")
+    hit = (F.col("estimate") >= F.lit(threshold)) & (F.col("estimate") > 0)
+    # every distinct item stays in the JVM: its numbers and the drawn items come back
+    totals = estimated.agg(
+        F.count(F.when(F.col("true_count") > 0, True)).alias("items"),
+        F.count(F.when(hit, True)).alias("hitters"),
+        F.max(F.col("estimate") - F.col("true_count")).alias("over")).first()
+    headlines = _headlines(window_count, totals["items"], totals["hitters"], phi,
+                           None if totals["over"] is None else int(totals["over"]))
+    shown = drawn_items(estimated, item)
     png = plot_counts(shown, item, threshold if window_count else None)
     return sec.Section(headlines, sec.Figure(
         png, alt=f"Bar chart of the {len(shown)} most frequent items' true and estimated "
                  "counts in the last window",
         caption=f"True counts in the last window (exact) against the sketch's estimates; "
                 f"dashed line: the heavy-hitter threshold φ·W (φ = {phi:g})"))
+
+
+def latest_view(snapshots: DataFrame | None, args: dict[str, Any]
+                ) -> tuple[CountMin, int] | None:
+    """The coordinator's latest view and its last step (:func:`_with_last_step`), or None
+    without a snapshot.
+
+    The sketch is :func:`~windowkit.spark.merge_count_min`'s, summed in the driver from the
+    latest snapshot of every shard (in shard order, as the coordinator sums them): one JVM
+    job, no Python worker.
+
+    Examples
+    --------
+    >>> from windowkit.spark import merge_count_min, windowed_count_min
+    >>> df = spark.createDataFrame([(i % 5, i) for i in range(60)], "item int, t long")
+    >>> snaps = windowed_count_min(df, "item", "t", window=20, shards=3)
+    >>> sketch, last = latest_view(snaps, {})
+    >>> sketch.to_bytes() == bytes(merge_count_min(snaps).first()["sketch"]), last
+    (True, 59)
+    >>> latest_view(snaps.limit(0), {}) is None
+    True
+    """
+    from windowkit.spark.countmin.merge import sum_sketches
+    from windowkit.spark.countmin.snapshots import latest_snapshots
+
+    if snapshots is None:
+        return None
+    rows = _with_last_step(latest_snapshots(snapshots), args).select(
+        "shard", "sketch", "wk_last").collect()
+    if not rows:
+        return None
+    rows = sorted(rows, key=lambda row: row["shard"])
+    return sum_sketches([row["sketch"] for row in rows]), max(row["wk_last"] for row in rows)
+
+
+def drawn_items(estimated: DataFrame, item: str) -> pd.DataFrame:
+    """The items a Count-Min figure draws (``item``, ``true_count``, ``estimate``): the
+    :data:`TOP` largest true counts (then estimates; ties to the smallest item), chosen in
+    Spark.
+
+    Examples
+    --------
+    >>> est = spark.createDataFrame([(i, 30 - i // 2, 40 - i) for i in range(30)],
+    ...                             "ip int, true_count long, estimate long")
+    >>> shown = drawn_items(est, "ip")
+    >>> len(shown), shown["ip"].tolist()[:3]
+    (20, [0, 1, 2])
+    """
+    return estimated.orderBy(F.desc("true_count"), F.desc("estimate"), F.asc(item)).limit(
+        TOP).select(item, "true_count", "estimate").toPandas()
 
 
 def heavy_hitters_section(step: StepRun, upstream: StepRun | None = None,
@@ -134,7 +185,8 @@ def heavy_hitters_section(step: StepRun, upstream: StepRun | None = None,
                               last=None if pd.isna(last) else int(last))
         # an item with no row in the last window has no true count there (as a join with
         # the window's counts leaves it)
-        window = counts.loc[counts["true_count"] > 0, [item, "true_count"]]
+        window = counts.filter((F.col("true_count") > 0) & F.col(item).isin(
+            shown[item].dropna().unique().tolist())).select(item, "true_count").toPandas()
         shown = shown.merge(window, on=item, how="left")
     else:
         shown["true_count"] = np.nan
@@ -182,16 +234,16 @@ def _hitter_headlines(hitters: int, window_count: float | None, threshold: float
 
 
 #: Every distinct item of the latest inputs asked for, with its key and its exact count in the
-#: last window, computed once: a Count-Min step's section and its heavy hitters' section both
-#: read them. Each entry keeps its input, so the input's ``id`` cannot be reused while the
-#: entry lives.
-_COUNTED: dict[tuple[int, str, int | None], tuple[DataFrame, pd.DataFrame]] = {}
+#: last window, computed once and kept by Spark: a Count-Min step's section and its heavy
+#: hitters' section both read it in small jobs. Each entry keeps its input, so the input's
+#: ``id`` cannot be reused while the entry lives.
+_COUNTED: dict[tuple[int, str, int | None], tuple[DataFrame, DataFrame]] = {}
 _COUNTING = threading.Lock()
 
 
-def counted_once(df: DataFrame, args: dict[str, Any], last: int | None = None
-                 ) -> pd.DataFrame:
-    """:func:`item_counts`, computed once per input, parameters and ``last`` step.
+def counted_once(df: DataFrame, args: dict[str, Any], last: int | None = None) -> DataFrame:
+    """:func:`item_counts`, computed once per input, parameters and ``last`` step (one Spark
+    job) and kept as a local checkpoint: later queries read its rows, not the input.
 
     Examples
     --------
@@ -206,31 +258,32 @@ def counted_once(df: DataFrame, args: dict[str, Any], last: int | None = None
         if key not in _COUNTED:
             if len(_COUNTED) >= 4:
                 _COUNTED.pop(next(iter(_COUNTED)))
-            _COUNTED[key] = (df, item_counts(df, args, last))
+            _COUNTED[key] = (df, item_counts(df, args, last).localCheckpoint())
         return _COUNTED[key][1]
 
 
-def item_counts(df: DataFrame, args: dict[str, Any], last: int | None = None
-                ) -> pd.DataFrame:
+def item_counts(df: DataFrame, args: dict[str, Any], last: int | None = None) -> DataFrame:
     """Every distinct non-null item of the input: ``item``, ``wk_key`` (the key the sketch
-    hashes) and ``true_count``, its exact count in the last window (0 outside it), in one
-    Spark aggregate; one more job finds the input's last step unless ``last`` gives it (the
-    step of the sketch's latest snapshot, :func:`_with_last_step`).
+    hashes) and ``true_count``, its exact count in the last window (0 outside it), one Spark
+    aggregate; one more job finds the input's last step unless ``last`` gives it (the step of
+    the sketch's latest snapshot, :func:`_with_last_step`).
 
     Examples
     --------
     >>> df = spark.createDataFrame([(i % 3, i) for i in range(10)], "item int, t long")
-    >>> out = item_counts(df, {"item": "item", "time": "t", "window": 3})
+    >>> out = item_counts(df, {"item": "item", "time": "t", "window": 3}).toPandas()
     >>> sorted(zip(out["item"], out["true_count"]))
     [(0, 1), (1, 1), (2, 1)]
-    >>> out.equals(item_counts(df, {"item": "item", "time": "t", "window": 3}, last=9))
+    >>> found = item_counts(df, {"item": "item", "time": "t", "window": 3}, last=9).toPandas()
+    >>> found.sort_values("item").reset_index(drop=True).equals(
+    ...     out.sort_values("item").reset_index(drop=True))
     True
     """
     rows, last = _steps(df, args, last)
     recent = F.lit(False) if last is None else F.col("wk_step") > F.lit(last - int(args["window"]))
     return rows.groupBy(args["item"]).agg(
         F.first("wk_key").alias("wk_key"),
-        F.count(F.when(recent, True)).alias("true_count")).toPandas()
+        F.count(F.when(recent, True)).alias("true_count"))
 
 
 def last_window_counts(df: DataFrame, args: dict[str, Any]) -> DataFrame:
@@ -304,7 +357,7 @@ def plot_counts(items: pd.DataFrame, item: str, threshold: float | None,
     >>> plot_counts(t, "ip", 5.0)[:4]
     b'\\x89PNG'
     """
-    fig, ax = subplots(height=3.6)
+    fig, ax = subplots(height=3.6, bottom=1.2)  # the items' names, turned 45°
     if not len(items):
         empty_note(ax, "no item in the window")
         return to_png(fig)

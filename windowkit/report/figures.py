@@ -20,6 +20,9 @@ import pandas as pd
 
 #: Figure width in inches and resolution: one column of the page at full width.
 WIDTH, DPI = 10.0, 100
+#: A figure's margins in inches (left, right, top, bottom): tick labels of a few digits, a
+#: title above and an axis label below.
+MARGINS = (0.9, 0.25, 0.4, 0.6)
 BLUE, ORANGE, GREY = "#31587a", "#e4572e", "#8a8f98"
 
 _DRAWING = threading.RLock()
@@ -47,21 +50,85 @@ def drawn(plot: _Plot) -> _Plot:
     return one_at_a_time  # type: ignore[return-value]
 
 
-def subplots(nrows: int = 1, height: float = 3.4, **kwargs: Any):
+def subplots(nrows: int = 1, height: float = 3.4, *, bottom: float = MARGINS[3],
+             layout: str | None = None, **kwargs: Any):
     """A figure of ``nrows`` stacked axes on the Agg backend: ``(fig, axes)``.
+
+    Its margins are fixed (:data:`MARGINS`, inches; ``bottom`` for rotated tick labels): the
+    tight layout matplotlib would compute measures every text, a draw of its own. A figure
+    whose tick labels are the data's (keys of any length) asks for ``layout="tight"``.
 
     Examples
     --------
     >>> fig, ax = subplots()
     >>> to_png(fig)[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
     True
+    >>> round(float(fig.subplotpars.bottom) * 3.4, 2)
+    0.6
+    """
+    plt = pyplot()
+    fig, axes = plt.subplots(nrows, 1, figsize=(WIDTH, height), dpi=DPI, layout=layout,
+                             **kwargs)
+    if layout is None:
+        fixed_margins(fig, bottom=bottom)
+    return fig, axes
+
+
+def fixed_margins(fig, bottom: float = MARGINS[3]) -> None:
+    """Set ``fig``'s margins to :data:`MARGINS` (inches, ``bottom`` apart), whatever its
+    size (shrunk on a figure too short for them).
+
+    Examples
+    --------
+    >>> import matplotlib.figure
+    >>> fig = matplotlib.figure.Figure(figsize=(12, 4))
+    >>> fixed_margins(fig, bottom=1.0)
+    >>> round(float(fig.subplotpars.left) * 12, 2), float(fig.subplotpars.bottom)
+    (0.9, 0.25)
+    """
+    width, height = fig.get_size_inches()
+    left, right, top, _ = MARGINS
+    # a figure too short for them keeps a fifth of its height for its axes
+    shrink = min(1.0, 0.8 * height / (top + bottom))
+    fig.subplots_adjust(left=left / width, right=1 - right / width,
+                        top=1 - shrink * top / height, bottom=shrink * bottom / height)
+
+
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg backend (imported on first use: it takes a second).
+
+    Examples
+    --------
+    >>> pyplot().get_backend().lower()
+    'agg'
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    return plt.subplots(nrows, 1, figsize=(WIDTH, height), dpi=DPI, **kwargs)
+    return plt
+
+
+def warm_up() -> threading.Thread:
+    """Import matplotlib and draw a first figure in a background thread, started now: a
+    report starts it before its Spark jobs, which leave the driver's CPU idle.
+
+    Examples
+    --------
+    >>> warm_up().join()
+    >>> import sys
+    >>> "matplotlib.pyplot" in sys.modules
+    True
+    """
+    @drawn
+    def first_figure() -> None:
+        fig, _ = subplots(height=1)
+        to_png(fig)  # the first PNG loads the fonts and the Agg renderer
+
+    thread = threading.Thread(target=first_figure, name="report-matplotlib", daemon=True)
+    thread.start()
+    return thread
 
 
 def to_png(fig) -> bytes:
@@ -73,10 +140,8 @@ def to_png(fig) -> bytes:
     >>> len(to_png(fig)) > 1000
     True
     """
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     try:
-        fig.tight_layout()
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png")
     finally:

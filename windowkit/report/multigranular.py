@@ -111,7 +111,7 @@ def level_stats(result: DataFrame | None, key: str, items: str | None = None,
     """Levels, reports, keys, distinct ``items`` if named, the first and last report time
     (µs), each level's ``per_level`` row (``level``, ``range``, ``slide``, its first and last
     report ``lo``, ``hi``) and with ``peak`` the key of the report of highest ``peak`` (ties:
-    the smallest key), from two Spark actions over a multi-granular result.
+    the smallest key), from one Spark action over a multi-granular result.
 
     Examples
     --------
@@ -139,13 +139,21 @@ def level_stats(result: DataFrame | None, key: str, items: str | None = None,
                         F.struct((-F.col(peak).cast("double")).alias("v"),
                                  F.col(key).alias("k")))
         exprs.append(F.min(ranked).alias("peak"))
-    rows = result.groupBy(*groups).agg(*exprs).orderBy(*groups).collect()
+    # one action: per level and key (and item), then per level beside the distinct counts,
+    # both read from the same grouped rows (Spark reuses their shuffle: the result is read once)
+    per_key = result.groupBy(*groups, key, *([items] if items else [])).agg(*exprs)
+    levels = per_key.groupBy(*groups).agg(
+        F.sum("n").alias("n"), F.min("lo").alias("lo"), F.max("hi").alias("hi"),
+        *([F.min("peak").alias("peak")] if peak is not None else []))
+    distinct = per_key.agg(F.count_distinct(key).alias("keys"), *(
+        [F.count_distinct(items).alias("items")] if items else []))
+    rows = (levels.withColumn("wk_part", F.lit(0))
+            .unionByName(distinct.withColumn("wk_part", F.lit(1)), allowMissingColumns=True)
+            .orderBy("wk_part", *groups).collect())
+    counted = next(r for r in rows if r["wk_part"] == 1)
+    rows = [r for r in rows if r["wk_part"] == 0]
     if not rows:
         return stats
-    distinct = [F.count_distinct(key).alias("keys")]
-    distinct += [F.count_distinct(items).alias("items")] if items else []
-    # apart from the levels' query: joined to it, Spark ran more jobs than both alone
-    counted = result.agg(*distinct).first()
     peaks = [r["peak"] for r in rows if peak is not None and r["peak"] is not None]
     los = [r["lo"] for r in rows if r["lo"] is not None]
     his = [r["hi"] for r in rows if r["hi"] is not None]

@@ -110,5 +110,10 @@ def step_views(summary: RunSummary, threads: int = SECTION_THREADS) -> list[Step
     if threads < 1:
         msg = f"`threads` must be at least 1; got {threads}"
         raise ValueError(msg)
+    from windowkit.report.figures import warm_up
+
+    # matplotlib's import and first figure take seconds of the driver's CPU: while the
+    # sections wait on their first Spark jobs, not after
+    warm_up()
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="report") as pool:
         return list(pool.map(lambda step: step_view(step, summary), summary.steps))

@@ -91,7 +91,8 @@ def plot_detections(detections: pd.DataFrame, key: str) -> bytes:
     """
     keys = list(dict.fromkeys(detections["key"]))
     timeline = 1.4 + 0.22 * min(len(keys), MAX_LABELLED)  # inches: a row per key, up to 30
-    fig, (top, bottom) = subplots(2, height=timeline + 2.4,
+    # the keys label the rows: a margin to fit them, whatever their length
+    fig, (top, bottom) = subplots(2, height=timeline + 2.4, layout="tight",
                                   gridspec_kw={"height_ratios": [timeline, 2.4]})
     row = {k: i for i, k in enumerate(keys)}
     y = detections["key"].map(row).to_numpy()

@@ -118,6 +118,32 @@ _MATRIX = T.StructType([T.StructField("wk_counts", T.ArrayType(T.DoubleType())),
                         T.StructField("wk_multipliers", T.ArrayType(T.LongType()))])
 
 
+def estimate_keys(sketch: bytes | CountMin, rows: DataFrame, key: str,
+                  name: str = "estimate") -> DataFrame:
+    """``rows`` plus a ``long`` column ``name``: the estimate of each row's sketch key (the
+    ``long`` column ``key``, :func:`~windowkit.spark.countmin.sites.item_key` of an item), from
+    a sketch held by the driver, computed in the JVM.
+
+    The sketch's matrix reaches the executors as a one-row local DataFrame, broadcast: no
+    Python worker runs (:func:`estimate_frequency` given bytes estimates in a pandas UDF). The
+    sketch must hash with Spark's family, as every sketch of :func:`windowed_count_min` does.
+
+    Examples
+    --------
+    >>> cm = CountMin(3, 16, seed=1, hashing="spark")
+    >>> rows = spark.createDataFrame([(5,), (6,), (5,)], "item long").select(
+    ...     "item", item_key("item").alias("k"))
+    >>> cm.update([r["k"] for r in rows.collect()])
+    >>> [tuple(r) for r in estimate_keys(cm, rows.distinct(), "k").select(
+    ...     "item", "estimate").orderBy("item").collect()]
+    [(5, 2), (6, 1)]
+    """
+    matrix = rows.sparkSession.createDataFrame([sketch_matrix(_sketch_bytes(sketch))], _MATRIX)
+    joined = rows.crossJoin(F.broadcast(matrix))
+    return joined.select(*[F.col(f"`{c}`") for c in rows.columns],
+                         _jvm_estimate(F.col(key)).alias(name))
+
+
 def _decoded_matrix(sketch: DataFrame) -> DataFrame:
     """One row: the sketch's cells (row after row), its width and Spark's row multipliers;
     the query fails unless ``sketch`` holds exactly one row."""
