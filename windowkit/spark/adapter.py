@@ -420,23 +420,21 @@ def _output_columns(job: OperatorJob, returned: T.StructType, derived: dict[str,
     rejected rows' reason (a batch's rejected rows are all malformed, and they alone have a
     detail) made here."""
     kinds = dict(job.schema)
+    # int64 µs from Python, back to what the user's time is, or to intervals
+    restore = {"timestamp": clock.restore, "duration": _interval}
     sent = {field.name for field in returned.fields}
     columns: dict[str, Column | str] = {}
     for name in [n for n, _ in job.schema] + [SHARD_OUT, REJECTED, DETAIL_OUT]:
-        restored = kinds.get(name) in ("timestamp", "duration")
+        kind = kinds.get(name)
         if name in sent:
-            column = F.col(name) if restored else name
+            column = F.col(name) if kind in restore else name
         elif name in derived:
             column = F.expr(derived[name])
         elif name == SHARD_OUT:
             column = F.spark_partition_id()
         else:
             column = F.expr(f"CASE WHEN {DETAIL_OUT} IS NOT NULL THEN 'malformed' END")
-        if kinds.get(name) == "timestamp":
-            column = clock.restore(column)
-        elif kinds.get(name) == "duration":
-            column = _interval(column)
-        columns[name] = column
+        columns[name] = restore[kind](column) if kind in restore else column
     if project is None:
         return [named(name, column) for name, column in columns.items()]
     return project(columns)

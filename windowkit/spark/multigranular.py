@@ -268,9 +268,7 @@ def recurring_items(
     item_col = (F.col(item) if isinstance(item, str) else item).cast("string")
     valid = item_col.isNotNull() & (micros >= F.lit(effective.first_instant))
     key_col = F.lit("") if by is None else F.col(by)
-    factory = functools.partial(RecurringItems, levels=[(lv.range, lv.slide)
-                                                        for lv in spec.levels],
-                                origin=spec.origin, report=report, closed=closed)
+    factory = functools.partial(RecurringItems, window=spec, report=report)
     project = _projection(df, by)
     if df.isStreaming:
         job = OperatorJob(factory=factory, inputs={"item": item_col}, valid=valid)

@@ -216,7 +216,7 @@ class ChainOperator(StreamOperator):
         level = "CASE level " + " ".join(f"WHEN {k} THEN {{}}" for k in range(spec.n_levels))
         level += " END"
         ranges = level.format(*[int(lv.range) for lv in spec.levels])
-        first = int(spec.origin) - self._shift
+        first = self._first_instant()
         # (greatest() skips nulls: a rejected row's window_start would be `first`)
         start = (f"CASE WHEN window_end IS NOT NULL THEN greatest({first}, window_end - "
                  f"{ranges}) END")
@@ -228,7 +228,12 @@ class ChainOperator(StreamOperator):
         """``window_start`` and ``window_end`` (µs) of reports at chain ``granule`` ends."""
         spec = self._state.spec
         end = spec.origin + granule * spec.finest_slide + 1 - self._shift
-        return np.maximum(spec.origin - self._shift, end - ranges), end
+        return np.maximum(self._first_instant(), end - ranges), end
+
+    def _first_instant(self) -> int:
+        """The earliest instant a window may start at (the given specification's
+        :attr:`~MultiGranularSpec.first_instant`: the chain's origin, moved back)."""
+        return int(self._state.spec.origin) - self._shift
 
     def _chain_times(self, time: np.ndarray) -> np.ndarray:
         """Input times on the chain's clock; refuses times before reports already final."""
