@@ -90,8 +90,14 @@ def test_cli_defaults_for_time_windows_and_far_future_times_issue16(restore_sess
             "--item", "ip", "--time", "ts", "--unit", "ticks", "--tick", "1 day",
             "--window", "7"]
     assert main(argv) == 0
-    est = pd.read_parquet(out / "estimates").set_index("ip")["estimate"]
+    estimates = pd.read_parquet(out / "estimates")
+    est = estimates.set_index("ip")["estimate"]
     last = (pdf["ts"] - base).dt.days.max()
+    # every estimate is of the same window: the 7 whole days up to the last row's (Spark's
+    # Parquet timestamps read as UTC without a zone)
+    utc_base = base.tz_localize(None)
+    assert set(estimates["window_start"]) == {utc_base + pd.Timedelta(days=last - 6)}
+    assert set(estimates["window_end"]) == {utc_base + pd.Timedelta(days=last + 1)}
     truth = pdf[(pdf["ts"] - base).dt.days > last - 7]["ip"].value_counts()
     for ip in "abc":  # Splitter approximates; the window is 7 days, not 20
         assert abs(est[ip] - truth[ip]) <= 0.1 * truth[ip] + 5, (ip, est[ip], truth[ip])

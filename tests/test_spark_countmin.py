@@ -10,7 +10,9 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from pyspark.sql import functions as F
 
+from windowkit.core.durations import FIRST_TIMESTAMP
 from windowkit.core.sketches import CountMin
 from windowkit.core.sketches.operator import merge_snapshots
 from windowkit.spark.countmin import POSITION_MICROS
@@ -228,6 +230,9 @@ def test_streaming_windows_end_at_the_watermark_on_every_shard(spark, tmp_path):
     assert len(rows) == 2 and rows["time"].nunique() == 1  # both shards at the same step
     end_tick = int(micros(rows["time"])[0])
     end_tick //= 1_000_000
+    # the window is the 60 ticks up to the last one, as [window_start, window_end)
+    assert micros(rows["window_start"]).tolist() == [(end_tick - 59) * 1_000_000] * 2
+    assert micros(rows["window_end"]).tolist() == [(end_tick + 1) * 1_000_000] * 2
     merged = CountMin.from_bytes(merge_count_min(got).first()["sketch"])
     ticks = micros(pdf["time"]) // 1_000_000
     inside = pdf[(ticks > end_tick - 60) & (ticks <= end_tick)]
@@ -398,7 +403,11 @@ def test_blocks_wider_than_the_clock_still_equal_the_core(spark, algorithm):
     params = {"window": 2**37, "unit": "ticks", "tick": "1 day", "algorithm": algorithm,
               "epsilon": 0.1, "delta": 0.25}
     df = spark.createDataFrame(pdf).repartition(2)
-    out = canonical(windowed_count_min(df, "item", "ts", shards=2, **params).toPandas())
+    snaps = windowed_count_min(df, "item", "ts", shards=2, **params)
+    # the window reaches back beyond year 1 (pandas' nanoseconds do not): it starts there
+    assert {r[0] for r in snaps.select(F.unix_micros("window_start")).collect()} == {
+        FIRST_TIMESTAMP}
+    out = canonical(snaps.drop("window_start").toPandas())
     sites = count_min_sites(df, "item", "ts", shards=2, unit="ticks").toPandas()
     expected = core_snapshots(sites, **params)
     expected["time"] *= POSITION_MICROS
@@ -731,3 +740,64 @@ def test_few_shards_rows_are_counted_without_a_shuffle_issue35(spark, capsys, sh
     plan = capsys.readouterr().out
     assert "count_if" in plan or shuffled
     assert bool(re.search(r"hashpartitioning\(wk_site#\d+, \d+\)", plan)) == shuffled
+
+
+def test_tick_windows_are_those_of_spark_window_with_its_counts_issue36(spark):
+    # Readings every 7 s for 40 minutes and some exactly on minute bounds: the window of the
+    # merged sketch is the window(time, 5 minutes, 1 minute) that ends with the last tick, and
+    # (Perfect, a sketch wide enough for five items to never collide) its estimates are
+    # window()'s counts in that window. Every snapshot's window is one of window()'s.
+    import datetime as dt
+
+    from windowkit.spark.countmin import (
+        estimate_frequency,
+        heavy_hitters,
+        merge_count_min,
+        windowed_count_min,
+    )
+
+    t0 = dt.datetime(2024, 3, 1, 12, 0, 0)
+    times = [t0 + dt.timedelta(seconds=7 * k) for k in range(343)]
+    times += [t0 + dt.timedelta(minutes=m) for m in (30, 36, 39)]  # on bounds
+    rows = [("abcde"[(k * k) % 5], t) for k, t in enumerate(times)]
+    df = spark.createDataFrame(rows, "item string, time timestamp")
+    snaps = windowed_count_min(df, "item", "time", window=5, unit="ticks", tick="1 minute",
+                               algorithm="perfect", epsilon=0.001, shards=2)
+    merged = merge_count_min(snaps).first()
+    assert merged["window_end"] == dt.datetime(2024, 3, 1, 12, 40)  # the last row: 12:39:54
+    assert merged["window_start"] == dt.datetime(2024, 3, 1, 12, 35)
+    by_window = (df.groupBy(F.window("time", "5 minutes", "1 minute"), "item").count()
+                 .filter(F.col("window.end") == F.lit(merged["window_end"])))
+    expected = {r["item"]: r["count"] for r in by_window.collect()}
+    assert {r["window"]["start"] for r in by_window.collect()} == {merged["window_start"]}
+    items = spark.createDataFrame([(x,) for x in "abcde"], "item string")
+    got = {r["item"]: r["estimate"] for r in
+           estimate_frequency(spark.createDataFrame([merged]), items, "item").collect()}
+    assert got == {x: expected.get(x, 0) for x in "abcde"} and sum(got.values()) > 0
+    for r in snaps.filter("rejected IS NULL").collect():
+        assert r["window_end"] - r["window_start"] == dt.timedelta(minutes=5)
+        assert r["window_end"] - dt.timedelta(minutes=1) <= r["time"] < r["window_end"]
+        assert r["window_start"].second == r["window_start"].microsecond == 0
+    views = heavy_hitters(snaps, list("abcde"), 0.1, latest=True).collect()
+    assert {(v["window_start"], v["window_end"]) for v in views} == {
+        (merged["window_start"], merged["window_end"])}
+
+
+def test_sample_windows_are_the_last_positions_up_to_the_snapshots_issue36(spark):
+    from windowkit.spark.countmin import windowed_count_min
+
+    df = spark.createDataFrame([(i % 3, i) for i in range(40)], "item int, t long")
+    snaps = windowed_count_min(df, "item", "t", window=6, shards=2, snapshot_every=5)
+    for r in snaps.collect():
+        assert (r["window_start"], r["window_end"]) == (r["time"] - 5, r["time"] + 1)
+
+
+def test_a_long_window_finds_each_rows_block_by_number_not_by_a_branch_per_block(spark):
+    # Perfect's window of N ticks is N blocks: a CASE branch per block made the generated
+    # code of a 100-tick window outgrow the JVM's 64 KB method limit, and Spark interpreted
+    # the plan instead (900 rows took 70-90 s).
+    from windowkit.core.mergeable import MergePlan
+    from windowkit.spark.mergeable import _recent_block
+
+    assert str(_recent_block(MergePlan(1000, 1, 99), "wk_end")).count("WHEN") == 1
+    assert str(_recent_block(MergePlan(1000, 5, 1), "wk_end")).count("WHEN") == 2

@@ -209,10 +209,13 @@ def _run_batch(snaps, df, args: argparse.Namespace, progress: Progress) -> int:
         name = "heavy_hitters"
         out = heavy_hitters(good, items, args.heavy_hitters, args.item, latest=True)
         out = out.select(args.item, "estimate", "window_count", "threshold")
+    if merged is not None:  # the window estimated, beside every estimate
+        out = out.withColumns({c: F.lit(merged[c]) for c in ("window_start", "window_end")})
     write_frame(out, claim_output_part(args.output, name), args.output_format)
     if merged is not None:
         progress.step(f"merged {merged['shards']} shards, window count "
-                      f"{merged['window_count']:,.0f}")
+                      f"{merged['window_count']:,.0f} in [{merged['window_start']}, "
+                      f"{merged['window_end']})")
     set_aside = sum(reasons.values())
     detail = f" ({summarize(reasons)})" if reasons else ""
     print(f"rows: {counted + set_aside:,} read, {counted:,} counted, {set_aside:,} set aside"

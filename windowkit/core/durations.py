@@ -30,6 +30,10 @@ _UNITS_US = {
     "w": 604_800_000_000, "week": 604_800_000_000, "weeks": 604_800_000_000,
 }
 #: The time units a duration string may use, for error messages.
+#: The first instant a Spark timestamp holds, 0001-01-01T00:00:00Z, in µs since the epoch.
+FIRST_TIMESTAMP = -62_135_596_800_000_000
+#: The last instant a Spark timestamp holds, 9999-12-31T23:59:59.999999Z, in µs.
+LAST_TIMESTAMP = 253_402_300_799_999_999
 ACCEPTED_UNITS = "us, ms, s, seconds, min, minutes, h, hours, d, days, w, weeks"
 _ROW_UNITS = {"row", "rows", "tuple", "tuples", "report", "reports"}
 _PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*$")

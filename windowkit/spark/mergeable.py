@@ -63,6 +63,9 @@ _LONG_MIN = -(2**63)
 #: Up to this many shards, the summary counts each shard's rows by a condition in one global
 #: aggregation; beyond, by a group by shard (a plan of thousands of conditions is slow to build).
 _COUNTED_BY_CONDITION = 64
+#: Up to this many last blocks, a row's block is found by comparing its time with their first
+#: times (two comparisons a block, where the block number costs four divisions).
+_BRANCHES_AT_MOST = 2
 _PART_SCHEMA = T.StructType([T.StructField(_SITE, T.IntegerType()),
                              T.StructField(_BLOCK, T.LongType()),
                              T.StructField(_PART, T.BinaryType()),
@@ -273,7 +276,10 @@ def _recent_block(plan: MergePlan, end_block: str) -> Column:
     """Each row's block if it is one of the last ``lag + 1``, else null (``end_block`` names
     the column of the last block)."""
     width = plan.tick * plan.span
-    if width > -_LONG_MIN - 1:  # blocks wider than the clock: only numbers tell them apart
+    # Blocks wider than the clock: only numbers tell them apart. Many blocks: one branch per
+    # block below would cost as many comparisons a row, and (Perfect's window of 100 ticks
+    # is 100 blocks) generate code past the JVM's 64 KB limit, which Spark then interprets.
+    if width > -_LONG_MIN - 1 or plan.lag >= _BRANCHES_AT_MOST:
         block = block_of(f"`{TIME}`", plan)
         return F.expr(f"CASE WHEN try_subtract({end_block}, {block}) <= {plan.lag} "
                       f"THEN {block} END")

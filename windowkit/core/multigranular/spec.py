@@ -36,7 +36,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-from windowkit.core.durations import origin_micros, to_micros
+from windowkit.core.durations import FIRST_TIMESTAMP, origin_micros, to_micros
 from windowkit.core.validation import check_choice
 
 _CLAUSE = re.compile(r"^\s*\[?\s*RANGES?\s+(?P<ranges>.+?)\s+SLIDES?\s+(?P<slides>.+?)\s*\]?\s*$",
@@ -45,8 +45,6 @@ _CLAUSE = re.compile(r"^\s*\[?\s*RANGES?\s+(?P<ranges>.+?)\s+SLIDES?\s+(?P<slide
 MAX_CELLS_PER_KEY = 1 << 20
 #: Which end of a window is closed: ``"left"`` like ``window()``, ``"right"`` like the paper.
 CLOSED = ("left", "right")
-#: The first instant a Spark timestamp holds, 0001-01-01T00:00:00Z, in µs since the epoch.
-FIRST_TIMESTAMP = -62_135_596_800_000_000
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from windowkit.core.sketches import CountMin
 from windowkit.spark.countmin.sites import SHARD
 from windowkit.spark.countmin.snapshots import latest_snapshots
 
-MERGED_COLUMNS = ["shards", "n_seen", "time", "window_count", "sketch"]
+MERGED_COLUMNS = ["shards", "n_seen", "time", "window_start", "window_end", "window_count",
+                  "sketch"]
 
 
 def merge_count_min(snapshots: DataFrame) -> DataFrame:
@@ -50,7 +51,9 @@ def merge_count_min(snapshots: DataFrame) -> DataFrame:
     -------
     DataFrame
         One row: ``shards`` (number of shards merged), ``n_seen`` (their samples), ``time``
-        (latest snapshot time), ``window_count`` (estimated items in the merged window: the mean
+        (latest snapshot time), ``window_start`` and ``window_end`` (the merged window,
+        ``[window_start, window_end)``: every shard's window ends with the same step),
+        ``window_count`` (estimated items in the merged window: the mean
         row sum of the matrix), ``sketch`` (the merged :class:`CountMin` as bytes). No row if
         there is no snapshot.
 
@@ -69,10 +72,11 @@ def merge_count_min(snapshots: DataFrame) -> DataFrame:
     # SQL text: one expression costs one call to the JVM
     totals = latest.agg(*[F.expr(e) for e in (
         "count(1) AS shards", "sum(n_seen) AS n_seen", "max(`time`) AS `time`",
+        "max(window_start) AS window_start", "max(window_end) AS window_end",
         f"sort_array(collect_list(struct({SHARD}, sketch))) AS wk_sketches")])
     summed = _merge_udf()(F.col("wk_sketches.sketch")).alias("wk_merged")
     return (totals.filter("shards > 0").select("*", summed)
-            .select("shards", "n_seen", "time", "wk_merged.*"))
+            .select(*MERGED_COLUMNS[:5], "wk_merged.*"))
 
 
 @functools.lru_cache(maxsize=1)

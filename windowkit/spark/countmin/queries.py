@@ -249,8 +249,9 @@ def heavy_hitters(
     Returns
     -------
     DataFrame
-        ``view`` (coordinator state number, from 0), ``time``, ``shard`` (whose snapshot
-        produced the view), ``item``, ``estimate``, ``window_count``, ``threshold``.
+        ``view`` (coordinator state number, from 0), ``time``, ``window_start`` and
+        ``window_end`` (the window of the snapshot that produced the view), ``shard`` (whose
+        snapshot produced the view), ``item``, ``estimate``, ``window_count``, ``threshold``.
 
     Examples
     --------
@@ -288,7 +289,8 @@ def heavy_hitters(
 
     views = groups.groupBy("wk_range").applyInPandas(replay, schema)
     out = views.join(F.broadcast(cand), ITEM_KEY).join(times, "wk_order")
-    return out.select("view", "time", "shard", item, "estimate", "window_count", "threshold")
+    return out.select("view", "time", "window_start", "window_end", "shard", item, "estimate",
+                      "window_count", "threshold")
 
 
 def replay_groups(snapshots: DataFrame, keys: DataFrame, *, latest: bool = False
@@ -298,7 +300,8 @@ def replay_groups(snapshots: DataFrame, keys: DataFrame, *, latest: bool = False
     Returns ``(groups, times)``. ``groups``: ``wk_range`` (the group), ``wk_role`` (0: a
     shard's latest snapshot before the range, the view it starts from; 1: a snapshot of the
     range; 2: the candidates' keys), ``shard``, ``wk_order`` (the snapshot's place in the
-    replay, from 1), ``sketch``, ``wk_keys``. ``times``: ``wk_order`` and ``time``.
+    replay, from 1), ``sketch``, ``wk_keys``. ``times``: ``wk_order``, ``time``,
+    ``window_start`` and ``window_end``.
     ``keys``: one row, the candidates' keys as an array column ``wk_keys``.
 
     Examples
@@ -327,7 +330,7 @@ def replay_groups(snapshots: DataFrame, keys: DataFrame, *, latest: bool = False
     # reach pandas (year 9999 would not fit)
     order = Window.orderBy(F.col("time").asc_nulls_first(), F.col(SHARD), F.col("seq"))
     everything = Window.partitionBy()
-    ranked = good.select(SHARD, "seq", "time").withColumns({
+    ranked = good.select(SHARD, "seq", "time", "window_start", "window_end").withColumns({
         "wk_order": F.row_number().over(order).cast("long"),
         "wk_size": F.greatest(F.lit(RANGE_VIEWS),
                               2 * F.size(F.collect_set(SHARD).over(everything))).cast("long"),
@@ -354,7 +357,8 @@ def replay_groups(snapshots: DataFrame, keys: DataFrame, *, latest: bool = False
         "wk_range", F.lit(2).alias("wk_role"), F.lit(None).cast("int").alias(SHARD),
         F.lit(None).cast("long").alias("wk_order"), F.lit(None).cast("binary").alias("sketch"),
         "wk_keys")
-    return snapshot_rows.unionByName(key_rows), ranked.select("wk_order", "time")
+    return (snapshot_rows.unionByName(key_rows),
+            ranked.select("wk_order", "time", "window_start", "window_end"))
 
 
 def _replay_range(pdf: pd.DataFrame, phi: float, latest: bool) -> pd.DataFrame:

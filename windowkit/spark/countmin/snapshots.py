@@ -26,6 +26,7 @@ from typing import Literal
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from windowkit.core.durations import FIRST_TIMESTAMP, LAST_TIMESTAMP
 from windowkit.core.sketches.operator import (
     DEFAULT_DELTA,
     DEFAULT_EPSILON,
@@ -45,7 +46,7 @@ from windowkit.spark.countmin.sites import (
 )
 from windowkit.spark.event_time import TimeUnit, event_time
 
-SNAPSHOT_COLUMNS = ["shard", "seq", "n_seen", "time", "sketch"]
+SNAPSHOT_COLUMNS = ["shard", "seq", "n_seen", "time", "window_start", "window_end", "sketch"]
 
 
 def windowed_count_min(
@@ -151,7 +152,7 @@ def windowed_count_min(
     params = {"unit": unit, "tick": tick, "algorithm": algorithm, "epsilon": epsilon,
               "delta": delta, "snapshot_every": snapshot_every, "seed": seed, "tau": tau,
               "mu": mu}
-    make_operator(window, **params)  # validates before any Spark job runs
+    tick_micros = make_operator(window, **params).tick_micros  # validates before any job
     shards = check_int("shards", DEFAULT_SHARDS if shards is None else shards, 1)
     prepared, key, site = _prepare(df, item, time, by, shards, unit, time_unit)
     item_col = F.col(item) if isinstance(item, str) else item
@@ -163,7 +164,7 @@ def windowed_count_min(
     out = run_operator(prepared, job, time=step, key=None, shards=shards, late=late,
                        shard=site, time_unit=step_unit,
                        times_like=event_time(prepared, _POS, "us"))
-    return out.select(*_snapshot_columns(df, time, unit, time_unit))
+    return out.select(*_snapshot_columns(df, time, unit, time_unit, window, tick_micros))
 
 
 def _step_column(df: DataFrame, time: str | Column | None, unit: str,
@@ -179,15 +180,33 @@ def _step_column(df: DataFrame, time: str | Column | None, unit: str,
 
 
 def _snapshot_columns(df: DataFrame, time: str | Column | None, unit: str,
-                      time_unit: str | None) -> list[str | Column]:
-    """The snapshot stream's columns, its ``time`` (the operators' µs step) back in the
-    input's kind: its time for ``unit="ticks"``, a position for ``unit="samples"``."""
+                      time_unit: str | None, window: int, tick_micros: int
+                      ) -> list[str | Column]:
+    """The snapshot stream's columns, its ``time`` (the operators' µs step) and its window's
+    bounds back in the input's kind: times for ``unit="ticks"``, positions for
+    ``unit="samples"``.
+
+    The window is the ``window`` steps up to and including the one ``time`` falls in, i.e.
+    ``[window_start, window_end)`` with both bounds on whole steps from 0: the window
+    ``window(time, window * tick, tick)`` gives that ends with the current tick."""
+    step = f"(time - pmod(time, {tick_micros}))"
+    # A window reaching beyond the times Spark holds is cut at the first or the last one (and
+    # the arithmetic stays within a long).
+    reach = min((window - 1) * tick_micros, 2**62)
+    # (not greatest() or least(): they skip nulls, and a rejected row's time is null)
+    start, end = f"{step} - {reach}", f"{step} + {tick_micros}"
+    bounds = {"time": "time",
+              "window_start": f"if({start} < {FIRST_TIMESTAMP}, {FIRST_TIMESTAMP}, {start})",
+              "window_end": f"if({end} > {LAST_TIMESTAMP}, {LAST_TIMESTAMP}, {end})"}
     if unit == "ticks":
-        restored = event_time(df, time, time_unit).restore(F.col("time"))
+        clock = event_time(df, time, time_unit)
+        restored = {name: clock.restore(F.expr(micros)) for name, micros in bounds.items()}
     else:  # integer arithmetic: a double loses positions beyond 2**53 / 1000
         p = POSITION_MICROS
-        restored = F.expr(f"(time - pmod(time, {p})) div {p}")
-    return [SHARD, "seq", "n_seen", restored.alias("time"), "sketch", REJECTED, DETAIL_OUT]
+        restored = {name: F.expr(f"(({micros}) - pmod({micros}, {p})) div {p}")
+                    for name, micros in bounds.items()}
+    return [SHARD, "seq", "n_seen", *[c.alias(n) for n, c in restored.items()], "sketch",
+            REJECTED, DETAIL_OUT]
 
 
 def latest_snapshots(snapshots: DataFrame) -> DataFrame:
