@@ -317,6 +317,23 @@ class SequenceFramer(StreamOperator):
         return OUTPUT_SCHEMA
 
     @property
+    def event_time_output(self) -> str | None:
+        """``end``: a final frame's end is the row that closed it (or, with a schedule, the
+        missed report's time), which the engine releases only once the watermark applied
+        before has not passed it: the frame is then no older than that watermark, the one
+        Spark judges a downstream step's late rows by. (``start`` and ``last`` would be:
+        a long frame starts long before the watermark that closes it.) A partial fragment
+        has no end, hence no event time: fill it by ``last``, or take the final rows.
+
+        Examples
+        --------
+        >>> from windowkit.core.frames import ThresholdFramer
+        >>> ThresholdFramer("2 rows").event_time_output
+        'end'
+        """
+        return "end"
+
+    @property
     def input_schema(self) -> list[tuple[str, str]]:
         """``value``, a float (null, NaN or infinite: missing)."""
         return [(VALUE, "float64")]
