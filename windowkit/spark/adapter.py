@@ -240,7 +240,10 @@ def run_operator(
         Keep it fixed for the life of a streaming checkpoint.
     late : str, optional
         Streaming only: watermark delay, e.g. ``"1 minute"``; rows older than the watermark
-        are reported as late.
+        are reported as late. A stream that has a watermark already (a windowkit output, or
+        the user's ``withWatermark``) keeps it and this is not used: Spark refuses a second
+        one after a stateful step. Its rows are then late when behind the previous
+        micro-batch's watermark, as Spark's own stateful steps judge them.
     shard : Column, optional
         An explicit shard per row, an integer in ``[0, shards)`` (e.g. a DistCM site);
         without it rows are spread by the hash of the operator's ``route`` column (a null
@@ -261,6 +264,8 @@ def run_operator(
         The operator's columns (``timestamp`` columns in the kind of ``time``: timestamps,
         ``timestamp_ntz``, or integers in ``time_unit``) plus ``shard`` (the
         shard that produced the row), ``rejected`` and ``detail``; or ``project``'s columns.
+        On a stream whose times are instants, the operator's ``event_time_output`` carries
+        the result's watermark, for the stateful steps after it.
         On a batch, the operator's ``derived_outputs`` and ``shard`` are computed in the JVM,
         not sent from Python: each column Python sends costs the JVM per row.
     """

@@ -86,7 +86,9 @@ def fill_frames(
         Stream-stream only: the longest shifted frame interval; filler rows older than the
         watermark by more than this are dropped from the join's state.
     late : str
-        Streaming only: watermark delay of the frames and of a streaming filler.
+        Streaming only: watermark delay of the frames and of a streaming filler; one that
+        has a watermark already (a windowkit output stream, or the user's
+        ``withWatermark``) keeps it.
     time_unit : {"s", "ms", "us", "ns"}, optional
         The unit of integer times (frames' and filler's): required for an integer ``time``,
         refused for any other.
