@@ -171,3 +171,39 @@ def test_a_stream_of_frames_into_persistent_items_gives_the_batch_result(spark, 
         got["window_end_slot"] > last).sum()
     _same(got[got["window_end_slot"] <= last], want)
     assert _run(got_rejected, tmp_path, "pi_rejected").empty
+
+
+def test_a_watermark_from_upstream_is_kept_and_rows_behind_it_are_reported_late(spark,
+                                                                                tmp_path):
+    # The user's own withWatermark: kept (not defined twice); a row behind the watermark of
+    # the micro-batch before its own is reported late, with its content, and takes no part.
+    from windowkit.spark import split_rejected, threshold_frames
+
+    t0 = pd.Timestamp("2024-01-01", tz="UTC")
+    minute = pd.Timedelta(minutes=1)
+    first = pd.DataFrame({"router": "r1", "time": [t0 + i * minute for i in range(10)],
+                          "loss_rate": [0.01 if 2 <= i < 6 else 0.0 for i in range(10)]})
+    late = pd.DataFrame({"router": ["r1"], "time": [t0 + 3 * minute + pd.Timedelta(
+        seconds=30)], "loss_rate": [0.02]})
+    second = pd.DataFrame({"router": "r1", "time": [t0 + i * minute for i in range(10, 30)],
+                           "loss_rate": 0.0})
+    folder = str(tmp_path / "in")
+    os.makedirs(folder)
+    # micro-batches: the first ten minutes; ten more (the watermark is then 8 minutes);
+    # the late row and ten more; a row far ahead that moves the watermark past every frame
+    for i, piece in enumerate([first, second.iloc[:10], pd.concat([late, second.iloc[10:]]),
+                               second.iloc[-1:].assign(time=t0 + 90 * minute)]):
+        path = os.path.join(folder, f"part-{i:03d}.parquet")
+        piece.astype({"time": "datetime64[us, UTC]"}).to_parquet(path, index=False)
+        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
+    stream = _stream(spark, folder, READINGS).withWatermark("time", "1 minute")
+    frames, rejected = split_rejected(threshold_frames(stream, "time", "loss_rate > 0.003",
+                                                       by="router", late="1 hour", **FRAMES))
+    got = _run(frames, tmp_path, "up")
+    final = got[got["status"] == "final"]
+    times = [pd.Timestamp(t).tz_localize(None) for t in (*final["start"], *final["end"])]
+    assert times == [(t0 + 2 * minute).tz_localize(None), (t0 + 6 * minute).tz_localize(None)]
+    assert final["n_tuples"].tolist() == [4]  # the late row is not in the frame
+    bad = _run(rejected, tmp_path, "up_rejected")
+    assert bad["rejected"].tolist() == ["late"]
+    assert '"loss_rate":0.02' in bad["detail"].iloc[0]

@@ -436,9 +436,14 @@ def _event_time_output(job: OperatorJob, df: DataFrame, clock: EventTime) -> str
     """The output column a stream's result carries its watermark on: the operator's declared
     event time, where the output's times are instants (Spark's watermark needs a
     ``timestamp``; a ``timestamp_ntz`` or integer time would lose it when restored)."""
+    declared = job.declared.event_time_output
+    if declared is not None and dict(job.schema).get(declared) != "timestamp":
+        msg = (f"the operator's event_time_output must name one of its 'timestamp' output "
+               f"columns; got {declared!r} (output schema: {job.schema})")
+        raise ValueError(msg)
     if not df.isStreaming or clock.kind != "instant":
         return None
-    return job.declared.event_time_output
+    return declared
 
 
 def _output_columns(job: OperatorJob, returned: T.StructType, derived: dict[str, str],
