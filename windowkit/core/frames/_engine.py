@@ -318,20 +318,26 @@ class SequenceFramer(StreamOperator):
 
     @property
     def event_time_output(self) -> str | None:
-        """``end``: a final frame's end is the row that closed it (or, with a schedule, the
-        missed report's time), which the engine releases only once the watermark applied
-        before has not passed it: the frame is then no older than that watermark, the one
-        Spark judges a downstream step's late rows by. (``start`` and ``last`` would be:
-        a long frame starts long before the watermark that closes it.) A partial fragment
-        has no end, hence no event time: fill it by ``last``, or take the final rows.
+        """``end``, for framings without a schedule: a final frame's end is then the row that
+        closed it. On a stream the engine releases a shard's rows as soon as the next
+        watermark is known to pass them (its newest row less the delay), so the frame ends
+        after the watermark in force when it is emitted, as Spark requires of the column
+        (``start`` and ``last`` would not be: a long frame starts long before it closes).
+        With a schedule a frame can be closed by the watermark itself (a missed report's
+        deadline), its end then behind that watermark, and Spark would stop the query
+        (EMITTING_ROWS_OLDER_THAN_WATERMARK_NOT_ALLOWED): such a framing declares none. A
+        partial fragment has no end, hence no event time: fill it by ``last``, or take the
+        final rows.
 
         Examples
         --------
         >>> from windowkit.core.frames import ThresholdFramer
         >>> ThresholdFramer("2 rows").event_time_output
         'end'
+        >>> ThresholdFramer("2 rows", schedule="30 seconds").event_time_output is None
+        True
         """
-        return "end"
+        return "end" if self.spec.schedule is None else None
 
     @property
     def input_schema(self) -> list[tuple[str, str]]:
