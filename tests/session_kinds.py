@@ -145,6 +145,22 @@ def longest_and_fill(spark, folder):
                       filled.toPandas().assign(part="filled")])
 
 
+@case
+def fill_chain_stream(spark, folder):
+    """The README's chain on streams: frames of a stream, filled from another stream."""
+    from pyspark.sql import functions as F
+
+    from windowkit.spark import fill_frames, split_rejected, threshold_frames
+
+    frames, _ = split_rejected(threshold_frames(
+        stream_of(spark, readings(spark), f"{folder}/in"), "time", "loss_rate > 0.003",
+        by="router", min_duration="2 rows", late="1 minute", shards=2))
+    filler = flows(spark).select(F.regexp_replace("src", "s", "r").alias("router"), "time",
+                                 "bytes")
+    return run_stream(fill_frames(frames, stream_of(spark, filler, f"{folder}/filler"),
+                                  "time", by="router", before="20 seconds"), folder)
+
+
 # --------------------------------------------------------------------------- multi-granular
 @case
 def multi_granular_batch(spark, folder):

@@ -109,6 +109,17 @@ class StreamOperator(ABC):
         return KEY
 
     @property
+    def event_time_output(self) -> str | None:
+        """The ``"timestamp"`` output column an engine may make the output's event time (so
+        that a stateful step downstream, e.g. a join or a windowed aggregation, has a
+        watermark on it), or None for no such column.
+
+        The operator must never emit a row whose value there is behind the watermark it has
+        been advanced to: downstream, such a row would be late, and Spark refuses it.
+        Default: None."""
+        return None
+
+    @property
     def ends_with_input(self) -> bool:
         """True if, on a bounded input whose rows are spread over several instances, each
         instance must end at the input's last time rather than at its own last row (e.g. so

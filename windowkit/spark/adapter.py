@@ -52,7 +52,7 @@ from pyspark.sql import types as T
 from windowkit.core.durations import to_micros
 from windowkit.core.operator import INPUT_END, KEY, TIME, EventTimeRunner, StreamOperator
 from windowkit.core.validation import check_int
-from windowkit.spark.event_time import EventTime, column_type, event_time
+from windowkit.spark.event_time import EventTime, column_type, event_time, watermarked
 from windowkit.spark.kill_hooks import wait_to_be_killed
 from windowkit.spark.processor import ORIGINAL_PREFIX
 from windowkit.spark.processor import RunnerProcessor as _RunnerProcessor
@@ -240,7 +240,10 @@ def run_operator(
         Keep it fixed for the life of a streaming checkpoint.
     late : str, optional
         Streaming only: watermark delay, e.g. ``"1 minute"``; rows older than the watermark
-        are reported as late.
+        are reported as late. A stream that has a watermark already (a windowkit output, or
+        the user's ``withWatermark``) keeps it and this is not used: Spark refuses a second
+        one after a stateful step. Its rows are then late when behind the previous
+        micro-batch's watermark, as Spark's own stateful steps judge them.
     shard : Column, optional
         An explicit shard per row, an integer in ``[0, shards)`` (e.g. a DistCM site);
         without it rows are spread by the hash of the operator's ``route`` column (a null
@@ -261,6 +264,8 @@ def run_operator(
         The operator's columns (``timestamp`` columns in the kind of ``time``: timestamps,
         ``timestamp_ntz``, or integers in ``time_unit``) plus ``shard`` (the
         shard that produced the row), ``rejected`` and ``detail``; or ``project``'s columns.
+        On a stream whose times are instants, the operator's ``event_time_output`` carries
+        the result's watermark, for the stateful steps after it.
         On a batch, the operator's ``derived_outputs`` and ``shard`` are computed in the JVM,
         not sent from Python: each column Python sends costs the JVM per row.
     """
@@ -347,10 +352,14 @@ def run_operator(
         leading = [F.pmod(F.hash(routed), F.lit(shards)).alias(SHARD)]
     else:
         leading = [route_value.alias(ROUTE)] if route_by == ROUTE else []
-    # The user's own timestamp column travels anyway (for late rows' JSON): its watermark is
-    # the one the event time gives, without a third copy of the time.
-    watermarked = (carried[time] if isinstance(time, str) and time in own
-                   and isinstance(df.schema[time].dataType, T.TimestampType) else EVENT_TIME)
+    # A stream that has a watermark already (the user's, or a windowkit output's) keeps it:
+    # Spark refuses a second definition after a stateful step. Otherwise the user's own
+    # timestamp column travels anyway (for late rows' JSON): its watermark is the one the
+    # event time gives, without a third copy of the time.
+    upstream = watermarked(df)
+    watermark_on = (None if upstream is not None
+                    else carried[time] if isinstance(time, str) and time in own
+                    and isinstance(df.schema[time].dataType, T.TimestampType) else EVENT_TIME)
     prepared = df.select(
         *leading,
         (F.when(malformed, original) if key_carrier else key_value).alias(KEY),
@@ -358,16 +367,22 @@ def run_operator(
         *[job.inputs[name].alias(name) for name in job.shipped()],
         *([F.when(malformed, original).alias(DETAIL_IN)] if typed_key else []),
         *([F.timestamp_micros(micros).alias(EVENT_TIME)]
-          if df.isStreaming and watermarked == EVENT_TIME else []),
+          if df.isStreaming and watermark_on == EVENT_TIME else []),
         *[column.alias(carried[name]) for name, column in own.items()
           if carried[name].startswith(ORIGINAL_PREFIX)],
     )
     derived = {} if df.isStreaming else job.declared.derived_outputs
     schema = job.spark_schema(() if df.isStreaming else (*derived, SHARD_OUT), typed_key)
+    out_clock = times_like or clock
+    event_output = _event_time_output(job, df, out_clock)
+    if event_output is not None:
+        schema = T.StructType([T.StructField(f.name, T.TimestampType(), True)
+                               if f.name == event_output else f for f in schema.fields])
     if df.isStreaming:
         ensure_stateful_conf(df.sparkSession)
         # (an event-time column of its own is dropped where the rows are packed)
-        prepared = prepared.withWatermark(watermarked, late or "0 seconds")
+        if watermark_on is not None:
+            prepared = prepared.withWatermark(watermark_on, late or "0 seconds")
         # transformWithStateInPandas turns its input into pandas row by row (itertuples in
         # pyspark 4.1), about 0.4 M rows/s per core: so each task's input batch of one shard
         # travels as one row holding the rows as Arrow IPC bytes. Packing where the rows are
@@ -376,16 +391,20 @@ def run_operator(
         # the watermark, defined above on the rows themselves, is unchanged by the packing.
         group_ids = spread_group_ids(shards)
         packed = prepared.mapInArrow(
-            functools.partial(_pack_rows, group_ids, watermarked == EVENT_TIME), PACKED_SCHEMA)
+            functools.partial(_pack_rows, group_ids, watermark_on == EVENT_TIME), PACKED_SCHEMA)
         out = packed.groupBy(SHARD).transformWithStateInPandas(
             statefulProcessor=_RunnerProcessor(job.factory, job.shipped(),
                                                job.folded, _own_watermark_delay(df, late),
                                                group_ids, list(carried.items()),
                                                job.categorical,
-                                               key_carrier),
+                                               key_carrier, event_output,
+                                               upstream is not None),
             outputStructType=schema,
             outputMode="Append",
             timeMode="EventTime",
+            # the output's watermark, for a stateful step downstream (another windowkit
+            # function, a join, a windowed aggregation)
+            eventTimeColumnName=event_output or "",
         )
     else:
         # A bounded input needs no grouping or sort in the JVM: each task streams its shard's
@@ -409,11 +428,27 @@ def run_operator(
                               sent, job.categorical),
             sent)
     returned = sent if not df.isStreaming else schema
-    return out.select(*_output_columns(job, returned, derived, times_like or clock, project))
+    return out.select(*_output_columns(job, returned, derived, out_clock, project,
+                                       event_output))
+
+
+def _event_time_output(job: OperatorJob, df: DataFrame, clock: EventTime) -> str | None:
+    """The output column a stream's result carries its watermark on: the operator's declared
+    event time, where the output's times are instants (Spark's watermark needs a
+    ``timestamp``; a ``timestamp_ntz`` or integer time would lose it when restored)."""
+    declared = job.declared.event_time_output
+    if declared is not None and dict(job.schema).get(declared) != "timestamp":
+        msg = (f"the operator's event_time_output must name one of its 'timestamp' output "
+               f"columns; got {declared!r} (output schema: {job.schema})")
+        raise ValueError(msg)
+    if not df.isStreaming or clock.kind != "instant":
+        return None
+    return declared
 
 
 def _output_columns(job: OperatorJob, returned: T.StructType, derived: dict[str, str],
-                    clock: EventTime, project) -> list[Column | str]:
+                    clock: EventTime, project, event_output: str | None = None
+                    ) -> list[Column | str]:
     """The result's columns, in one projection (each DataFrame call is an analysis in the
     JVM): timestamps back in ``clock``'s kind; on a batch, the operator's ``derived`` outputs
     (SQL over the columns Python sent), the task's shard (one shard per task) and the
@@ -434,7 +469,13 @@ def _output_columns(job: OperatorJob, returned: T.StructType, derived: dict[str,
             column = F.spark_partition_id()
         else:
             column = F.expr(f"CASE WHEN {DETAIL_OUT} IS NOT NULL THEN 'malformed' END")
-        columns[name] = restore[kind](column) if kind in restore else column
+        if name == event_output:
+            # a timestamp already, and passed as it is: an expression would drop the
+            # watermark Spark put on the column
+            column = name
+        elif kind in restore:
+            column = restore[kind](column)
+        columns[name] = column
     if project is None:
         return [named(name, column) for name, column in columns.items()]
     return project(columns)
@@ -825,10 +866,14 @@ def _json_value(value: object) -> object:
 
 
 def _to_spark_frame(
-    output: pd.DataFrame, rejected: pd.DataFrame, schema: list[tuple[str, str]], shard: int
+    output: pd.DataFrame, rejected: pd.DataFrame, schema: list[tuple[str, str]], shard: int,
+    event_output: str | None = None,
 ) -> pd.DataFrame:
     names = [n for n, _ in schema]
     output = output[names].assign(**{SHARD_OUT: shard, REJECTED: None, DETAIL_OUT: None})
+    if event_output is not None:
+        # the watermarked column is a Spark timestamp: int64 µs as UTC instants
+        output[event_output] = pd.to_datetime(output[event_output], unit="us", utc=True)
     if not len(rejected):
         return output
     # Rejected rows are rare: pad them with nulls and widen to object dtypes only then.
@@ -848,8 +893,7 @@ def _own_watermark_delay(df: DataFrame, late: str | None) -> int | None:
     With a watermark already on the input, Spark's global watermark is the minimum of the two
     and nothing can be anticipated from this one: None.
     """
-    upstream = any("spark.watermarkDelayMs" in f.metadata for f in df.schema.fields)
-    if upstream:
+    if watermarked(df) is not None:
         return None
     if late is None:
         return 0

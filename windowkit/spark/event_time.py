@@ -27,7 +27,9 @@ from pyspark.sql import types as T
 
 from windowkit.core.durations import TIME_UNITS, TimeUnit
 
-__all__ = ["TIME_UNITS", "EventTime", "TimeUnit", "column_type", "event_time"]
+__all__ = ["TIME_UNITS", "EventTime", "TimeUnit", "column_type", "event_time", "watermarked"]
+#: The column metadata Spark marks a stream's watermarked column with.
+WATERMARK_METADATA = "spark.watermarkDelayMs"
 _MICROS_PER = {"s": 1_000_000, "ms": 1_000, "us": 1}
 _NTZ_EPOCH = "timestamp_ntz'1970-01-01 00:00:00'"
 
@@ -238,3 +240,23 @@ def event_time(df: DataFrame, time: str | Column, time_unit: str | None = None) 
     msg = (f"`time` must be a timestamp, timestamp_ntz, date, timestamp string or integer "
            f"column; {name!r} is {dtype.simpleString()}")
     raise ValueError(msg)
+
+
+def watermarked(df: DataFrame) -> str | None:
+    """The column of ``df`` that carries its watermark, if it has one: the user's
+    ``withWatermark``, or the event time of a windowkit output stream.
+
+    Spark allows one watermark definition on a path (a second ``withWatermark`` after a
+    stateful step fails with "Redefining watermark is disallowed"), so a step that needs one
+    uses this one where it exists. Read from the schema's metadata, which a Connect session's
+    schema carries too.
+
+    Examples
+    --------
+    >>> stream = spark.readStream.format("rate").load()
+    >>> watermarked(stream) is None, watermarked(stream.withWatermark("timestamp", "1 minute"))
+    (True, 'timestamp')
+    """
+    if not df.isStreaming:
+        return None
+    return next((f.name for f in df.schema.fields if WATERMARK_METADATA in f.metadata), None)

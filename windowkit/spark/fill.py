@@ -35,7 +35,7 @@ from pyspark.sql import types as T
 
 from windowkit.core.durations import to_micros
 from windowkit.spark.adapter import DETAIL_OUT, REJECTED, row_json
-from windowkit.spark.event_time import EventTime, TimeUnit, event_time
+from windowkit.spark.event_time import EventTime, TimeUnit, event_time, watermarked
 from windowkit.spark.rejected import deprecated_splitter
 
 _LO, _HI, _BUCKET, _T, _FT = "wk_lo", "wk_hi", "wk_bucket", "wk_t", "wk_frame_time"
@@ -86,7 +86,9 @@ def fill_frames(
         Stream-stream only: the longest shifted frame interval; filler rows older than the
         watermark by more than this are dropped from the join's state.
     late : str
-        Streaming only: watermark delay of the frames and of a streaming filler.
+        Streaming only: watermark delay of the frames and of a streaming filler; one that
+        has a watermark already (a windowkit output stream, or the user's
+        ``withWatermark``) keeps it.
     time_unit : {"s", "ms", "us", "ns"}, optional
         The unit of integer times (frames' and filler's): required for an integer ``time``,
         refused for any other.
@@ -151,7 +153,7 @@ def fill_frames(
         joined = _between_join(fr, dt, by, before_us, max_frame_length, late)
     else:
         if frames.isStreaming:
-            fr = fr.withColumn(_FT, F.timestamp_micros(F.col(_HI))).withWatermark(_FT, late)
+            fr = _frame_time(fr, frames, late)
         joined = _bucket_join(fr, dt, by, bucket_us)
     filled = _filled(joined, fr, data, frame_cols, filler_cols, aggregates)
     accepted = filled.withColumns({REJECTED: F.lit(None).cast("string"),
@@ -221,15 +223,27 @@ def _between_join(fr: DataFrame, dt: DataFrame, by: str | None, before_us: int,
                   max_frame_length: str, late: str) -> DataFrame:
     """Stream-stream join on the time range; watermarks bound both sides' state."""
     longest = to_micros(max_frame_length, "max_frame_length")
-    fr = fr.withColumn(_FT, F.timestamp_micros(F.col(_HI))).withWatermark(_FT, late)
+    fr = _frame_time(fr, fr, late)
     dt = dt.withColumn("wk_filler_time", F.timestamp_micros(F.col(_T)))
-    dt = dt.withWatermark("wk_filler_time", late)
+    if watermarked(dt) is None:
+        dt = dt.withWatermark("wk_filler_time", late)
     on = (dt["wk_filler_time"] < fr[_FT]) & (
         dt["wk_filler_time"] >= fr[_FT] - F.expr(f"INTERVAL {longest + before_us} MICROSECONDS"))
     if by is not None:
         on = on & (fr[by] == dt[f"wk_by_{by}"])
     on = on & (dt[_T] >= fr[_LO]) & (dt[_T] < fr[_HI])
     return fr.join(dt, on, "inner")
+
+
+def _frame_time(fr: DataFrame, frames: DataFrame, late: str) -> DataFrame:
+    """Streaming frames with their interval's end as a timestamp, the frames' watermark.
+
+    Frames that carry a watermark already (a windowkit output stream, or the user's
+    ``withWatermark``) keep it: Spark refuses a second definition after a stateful step,
+    and ``late`` is then not used for them.
+    """
+    fr = fr.withColumn(_FT, F.timestamp_micros(F.col(_HI)))
+    return fr if watermarked(frames) is not None else fr.withWatermark(_FT, late)
 
 
 def _empty_aggregates(data: DataFrame, exprs: list[Column], names: list[str]) -> DataFrame:

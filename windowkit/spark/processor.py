@@ -51,7 +51,8 @@ class RunnerProcessor(StatefulProcessor):
     ----------
     factory : callable
         Builds a fresh operator; pickled on its own and rebuilt on first use.
-    shipped, folded, delay_us, group_ids, originals, categorical, key_carrier
+    shipped, folded, delay_us, group_ids, originals, categorical, key_carrier,
+    event_output, upstream_watermark
         How the adapter packs a stream's rows and what the stateful step reads of them (see
         :func:`~windowkit.spark.adapter.run_operator`).
 
@@ -70,12 +71,18 @@ class RunnerProcessor(StatefulProcessor):
         folded: str | None, delay_us: int | None, group_ids: list[int],
         originals: list[tuple[str, str]] | None = None,
         categorical: tuple[str, ...] = (), key_carrier: str | None = None,
+        event_output: str | None = None, upstream_watermark: bool = False,
     ) -> None:
         self._factory_bytes = cloudpickle.dumps(factory)
         self._factory: Callable[[], Any] | None = factory
         #: Whether the operator's state is per key (kept in chunks once there are many keys).
         self.key_partitioned = bool(factory().KEY_PARTITIONED)
         self.key_carrier = key_carrier
+        #: The output column Spark's watermark goes on downstream (a timestamp), if any.
+        self.event_output = event_output
+        #: Whether the input's watermark comes from a step before this one (a windowkit
+        #: output, or the user's ``withWatermark``) rather than from the adapter.
+        self.upstream_watermark = upstream_watermark
         self.categorical = categorical
         self.originals = originals or []
         # the user's columns that travel on their own (the others ride in shipped inputs),
@@ -174,10 +181,19 @@ class RunnerProcessor(StatefulProcessor):
         keys = good[store.key_column] if store is not None else ()
         runner = self._load(keys, max((w for w in (watermark, next_at_least)
                                        if w is not None), default=None))
-        # Spark's rule: a row is late if the watermark in force when its micro-batch starts
-        # has passed it, so apply this batch's watermark before admitting the rows.
-        settled = runner.advance(watermark)
-        output, late = runner.push(good)
+        if self.upstream_watermark:
+            # Rows a step before this one emitted in this very micro-batch lie behind its
+            # watermark (a frame ends once the watermark passes its end): Spark judges them
+            # by the previous micro-batch's watermark, as its own stateful steps do, and so
+            # does this, by the watermark this shard applied last (never above that one).
+            output, late = runner.push(good)
+            settled = runner.advance(watermark)
+        else:
+            # Spark's rule for a watermark defined on the input: a row is late if the
+            # watermark in force when its micro-batch starts has passed it, so apply this
+            # batch's watermark before admitting the rows.
+            settled = runner.advance(watermark)
+            output, late = runner.push(good)
         ahead = runner.advance(next_at_least)
         output = pd.concat([o for o in (settled, output, ahead) if len(o)] or [output],
                            ignore_index=True)
@@ -186,7 +202,7 @@ class RunnerProcessor(StatefulProcessor):
                                  ignore_index=True)
         self._save(runner)
         yield a._to_spark_frame(output, rejected, runner.operator.output_schema,
-                                self.shard_of[int(key[0])])
+                                self.shard_of[int(key[0])], self.event_output)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator:
         import pandas as pd
@@ -197,7 +213,7 @@ class RunnerProcessor(StatefulProcessor):
         output = runner.advance(watermark)
         self._save(runner)
         yield a._to_spark_frame(output, pd.DataFrame(), runner.operator.output_schema,
-                                self.shard_of[int(key[0])])
+                                self.shard_of[int(key[0])], self.event_output)
 
     def close(self) -> None:
         pass

@@ -317,6 +317,29 @@ class SequenceFramer(StreamOperator):
         return OUTPUT_SCHEMA
 
     @property
+    def event_time_output(self) -> str | None:
+        """``end``, for framings without a schedule: a final frame's end is then the row that
+        closed it. On a stream the engine releases a shard's rows as soon as the next
+        watermark is known to pass them (its newest row less the delay), so the frame ends
+        after the watermark in force when it is emitted, as Spark requires of the column
+        (``start`` and ``last`` would not be: a long frame starts long before it closes).
+        With a schedule a frame can be closed by the watermark itself (a missed report's
+        deadline), its end then behind that watermark, and Spark would stop the query
+        (EMITTING_ROWS_OLDER_THAN_WATERMARK_NOT_ALLOWED): such a framing declares none. A
+        partial fragment has no end, hence no event time: fill it by ``last``, or take the
+        final rows.
+
+        Examples
+        --------
+        >>> from windowkit.core.frames import ThresholdFramer
+        >>> ThresholdFramer("2 rows").event_time_output
+        'end'
+        >>> ThresholdFramer("2 rows", schedule="30 seconds").event_time_output is None
+        True
+        """
+        return "end" if self.spec.schedule is None else None
+
+    @property
     def input_schema(self) -> list[tuple[str, str]]:
         """``value``, a float (null, NaN or infinite: missing)."""
         return [(VALUE, "float64")]
