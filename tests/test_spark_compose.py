@@ -207,3 +207,25 @@ def test_a_watermark_from_upstream_is_kept_and_rows_behind_it_are_reported_late(
     bad = _run(rejected, tmp_path, "up_rejected")
     assert bad["rejected"].tolist() == ["late"]
     assert '"loss_rate":0.02' in bad["detail"].iloc[0]
+
+
+def test_a_stream_of_frames_with_a_schedule_is_refused_in_one_line_where_a_step_needs_a_watermark(
+        spark, rows, tmp_path):
+    # A scheduled frame can be closed by the watermark itself, its end then behind it: such a
+    # stream carries no watermark, and Spark allows no new one after the frames' stateful
+    # step (on main: "Redefining watermark is disallowed" once the query ran).
+    from windowkit.spark import fill_frames, multi_granular, split_rejected, threshold_frames
+
+    readings, bgp = rows
+    stream = _stream(spark, _write(readings, str(tmp_path / "readings"), 2), READINGS)
+    frames, _ = split_rejected(threshold_frames(stream, "time", "loss_rate > 0.003",
+                                                by="router", schedule="1 minute", **FRAMES))
+    filler = _stream(spark, _write(bgp, str(tmp_path / "bgp"), 2), BGP)
+    calls = {"fill_frames": lambda: fill_frames(frames, filler, "time", by="router"),
+             "multi_granular": lambda: multi_granular(frames.select("router", "end"), "end",
+                                                      levels=[("1 hour", "1 hour")],
+                                                      by="router", aggregates=["count"])}
+    for name, call in calls.items():
+        with pytest.raises(ValueError, match=r"carries no watermark .* `schedule`") as caught:
+            call()
+        assert "\n" not in str(caught.value), name

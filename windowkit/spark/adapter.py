@@ -52,7 +52,14 @@ from pyspark.sql import types as T
 from windowkit.core.durations import to_micros
 from windowkit.core.operator import INPUT_END, KEY, TIME, EventTimeRunner, StreamOperator
 from windowkit.core.validation import check_int
-from windowkit.spark.event_time import EventTime, column_type, event_time, watermarked
+from windowkit.spark.event_time import (
+    NO_WATERMARK_METADATA,
+    EventTime,
+    check_watermarkable,
+    column_type,
+    event_time,
+    watermarked,
+)
 from windowkit.spark.kill_hooks import wait_to_be_killed
 from windowkit.spark.processor import ORIGINAL_PREFIX
 from windowkit.spark.processor import RunnerProcessor as _RunnerProcessor
@@ -357,6 +364,8 @@ def run_operator(
     # timestamp column travels anyway (for late rows' JSON): its watermark is the one the
     # event time gives, without a third copy of the time.
     upstream = watermarked(df)
+    if upstream is None:
+        check_watermarkable(df, "df")
     watermark_on = (None if upstream is not None
                     else carried[time] if isinstance(time, str) and time in own
                     and isinstance(df.schema[time].dataType, T.TimestampType) else EVENT_TIME)
@@ -429,7 +438,7 @@ def run_operator(
             sent)
     returned = sent if not df.isStreaming else schema
     return out.select(*_output_columns(job, returned, derived, out_clock, project,
-                                       event_output))
+                                       event_output, df.isStreaming and event_output is None))
 
 
 def _event_time_output(job: OperatorJob, df: DataFrame, clock: EventTime) -> str | None:
@@ -447,13 +456,14 @@ def _event_time_output(job: OperatorJob, df: DataFrame, clock: EventTime) -> str
 
 
 def _output_columns(job: OperatorJob, returned: T.StructType, derived: dict[str, str],
-                    clock: EventTime, project, event_output: str | None = None
-                    ) -> list[Column | str]:
+                    clock: EventTime, project, event_output: str | None = None,
+                    unwatermarked: bool = False) -> list[Column | str]:
     """The result's columns, in one projection (each DataFrame call is an analysis in the
     JVM): timestamps back in ``clock``'s kind; on a batch, the operator's ``derived`` outputs
     (SQL over the columns Python sent), the task's shard (one shard per task) and the
     rejected rows' reason (a batch's rejected rows are all malformed, and they alone have a
-    detail) made here."""
+    detail) made here. An ``unwatermarked`` stream's columns say so in their metadata
+    (see :func:`~windowkit.spark.event_time.check_watermarkable`)."""
     kinds = dict(job.schema)
     # int64 µs from Python, back to what the user's time is, or to intervals
     restore = {"timestamp": clock.restore, "duration": _interval}
@@ -475,6 +485,9 @@ def _output_columns(job: OperatorJob, returned: T.StructType, derived: dict[str,
             column = name
         elif kind in restore:
             column = restore[kind](column)
+        if unwatermarked:  # on every column: a user keeps some of them
+            column = F.col(column) if isinstance(column, str) else column
+            column = column.alias(name, metadata={NO_WATERMARK_METADATA: True})
         columns[name] = column
     if project is None:
         return [named(name, column) for name, column in columns.items()]

@@ -27,9 +27,13 @@ from pyspark.sql import types as T
 
 from windowkit.core.durations import TIME_UNITS, TimeUnit
 
-__all__ = ["TIME_UNITS", "EventTime", "TimeUnit", "column_type", "event_time", "watermarked"]
+__all__ = ["TIME_UNITS", "EventTime", "TimeUnit", "check_watermarkable", "column_type",
+           "event_time", "watermarked"]
 #: The column metadata Spark marks a stream's watermarked column with.
 WATERMARK_METADATA = "spark.watermarkDelayMs"
+#: The column metadata windowkit marks a stateful step's output stream with when none of its
+#: columns carries a watermark: Spark allows no new one after a stateful step.
+NO_WATERMARK_METADATA = "windowkit.noWatermark"
 _MICROS_PER = {"s": 1_000_000, "ms": 1_000, "us": 1}
 _NTZ_EPOCH = "timestamp_ntz'1970-01-01 00:00:00'"
 
@@ -260,3 +264,23 @@ def watermarked(df: DataFrame) -> str | None:
     if not df.isStreaming:
         return None
     return next((f.name for f in df.schema.fields if WATERMARK_METADATA in f.metadata), None)
+
+
+def check_watermarkable(df: DataFrame, parameter: str) -> None:
+    """Refuse, in one line, a stream a step needs a watermark on when Spark would refuse one:
+    a windowkit output stream that carries none (frames with a ``schedule``, or outputs in
+    ``timestamp_ntz`` or integer times), after whose stateful step Spark allows no
+    ``withWatermark`` ("Redefining watermark is disallowed", once the query starts).
+
+    Examples
+    --------
+    >>> check_watermarkable(spark.readStream.format("rate").load(), "df")  # no error
+    """
+    if not df.isStreaming or watermarked(df) is not None:
+        return
+    if any(NO_WATERMARK_METADATA in f.metadata for f in df.schema.fields):
+        msg = (f"`{parameter}` is the stream of a windowkit step whose output carries no "
+               "watermark (frames with a `schedule`, or times that are not timestamps), and "
+               "Spark allows none after a stateful step: run this step on that step's stored "
+               "output as a batch, or give that step timestamps and no `schedule`")
+        raise ValueError(msg)

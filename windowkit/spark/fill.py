@@ -35,7 +35,13 @@ from pyspark.sql import types as T
 
 from windowkit.core.durations import to_micros
 from windowkit.spark.adapter import DETAIL_OUT, REJECTED, row_json
-from windowkit.spark.event_time import EventTime, TimeUnit, event_time, watermarked
+from windowkit.spark.event_time import (
+    EventTime,
+    TimeUnit,
+    check_watermarkable,
+    event_time,
+    watermarked,
+)
 from windowkit.spark.rejected import deprecated_splitter
 
 _LO, _HI, _BUCKET, _T, _FT = "wk_lo", "wk_hi", "wk_bucket", "wk_t", "wk_frame_time"
@@ -129,6 +135,8 @@ def fill_frames(
         msg = f"`by` must be a column of both `frames` and `data`; got {by!r}"
         raise ValueError(msg)
     clock = event_time(data, time, time_unit)
+    check_watermarkable(frames, "frames")
+    check_watermarkable(data, "data")
     if data.isStreaming and not frames.isStreaming:
         msg = ("`data` is streaming but `frames` is not: read the frames as a stream too, or "
                "fill the stored frames from the filler's stored rows")
