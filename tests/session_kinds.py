@@ -211,6 +211,40 @@ def widen_stream(spark, folder):
                                    max_duration="10 minutes", late="1 minute"), folder)
 
 
+# ------------------------------------------------------------------------------------ keys
+def _sites(spark):
+    """The readings with a composite key: a site (text) and a router number (int)."""
+    from pyspark.sql import functions as F
+
+    return readings(spark).select(
+        F.when(F.col("router").isNotNull(), F.concat(F.lit("site-"), F.substring("router", 2, 1)
+                                                     )).alias("site"),
+        F.expr("CAST(substring(router, 2, 1) AS INT) % 2").alias("unit"), "time", "loss_rate")
+
+
+@case
+def keys_batch(spark, folder):
+    from pyspark.sql import functions as F
+
+    from windowkit.spark import multi_granular, threshold_frames
+
+    sites = _sites(spark)
+    frames = threshold_frames(sites, "time", "loss_rate > 0.003", by=["site", F.col("unit")],
+                              min_duration="2 rows").toPandas()
+    levels = multi_granular(sites, "time", "RANGES 1 MINUTE SLIDES 20 SECONDS",
+                            by=F.upper("site"), aggregates=["count"]).toPandas()
+    return pd.concat([frames, levels])
+
+
+@case
+def keys_stream(spark, folder):
+    from windowkit.spark import threshold_frames
+
+    stream = stream_of(spark, _sites(spark), f"{folder}/in")
+    return run_stream(threshold_frames(stream, "time", "loss_rate > 0.003", by=["site", "unit"],
+                                       late="1 minute", shards=2), folder)
+
+
 # ------------------------------------------------------------------------------- Count-Min
 @case
 def count_min_batch(spark, folder):

@@ -186,8 +186,10 @@ def _final_shards_on_a_stream(spark, path: str, tmp_path, shards: int,
 
 
 def _final_shards(out) -> dict[str, int]:
-    """Each key's shard, from its final frames (one shard per key, or the dict says no)."""
-    got = out.where("status = 'final'").select("key", "shard").distinct().toPandas()
+    """Each key's shard, from its final frames (one shard per key, or the dict says no); the
+    key column comes back as ``k``, of its own type."""
+    got = out.where("status = 'final'").select(F.col("k").cast("string").alias("key"),
+                                               "shard").distinct().toPandas()
     assert not got["key"].duplicated().any()
     return dict(zip(got["key"], got["shard"], strict=True))
 

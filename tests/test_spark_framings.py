@@ -215,7 +215,7 @@ def test_invalid_parameters_fail_before_spark_runs(spark, traffic):
     with pytest.raises(ValueError, match="`time_unit` is required for the integer time column"):
         wk.delta_frames(df.withColumn("t", df["count"]), "t", "speed", 1.0)
     # a key named like an output column would give two columns of one name
-    with pytest.raises(ValueError, match="`by` must not be named like a column of the frames"):
+    with pytest.raises(ValueError, match="`by` must not name a column like one of the output"):
         wk.delta_frames(df.withColumnRenamed("sensor", "start"), "time", "speed", 1.0,
                         by="start")
 

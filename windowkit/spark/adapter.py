@@ -56,10 +56,10 @@ from windowkit.spark.event_time import (
     NO_WATERMARK_METADATA,
     EventTime,
     check_watermarkable,
-    column_type,
     event_time,
     watermarked,
 )
+from windowkit.spark.keys import Key, KeyLike, resolve_key
 from windowkit.spark.kill_hooks import wait_to_be_killed
 from windowkit.spark.processor import ORIGINAL_PREFIX
 from windowkit.spark.processor import RunnerProcessor as _RunnerProcessor
@@ -218,7 +218,7 @@ def run_operator(
     job: OperatorJob,
     *,
     time: str | Column,
-    key: str | Column | None,
+    key: KeyLike | Key,
     shards: int | None = None,
     late: str | None = None,
     shard: Column | None = None,
@@ -237,10 +237,13 @@ def run_operator(
     time : str or Column
         Event time: a timestamp, ``timestamp_ntz``, date, timestamp string, or an integer
         with ``time_unit`` (see :mod:`windowkit.spark.event_time`).
-    key : str, Column or None
-        Grouping key (cast to string for transport, or on a batch to a long for an operator
-        declaring ``INTEGER_KEYS``; a null key makes the row malformed); None for one global
-        key. An operator that routes by an input of its own (its ``route``) takes none.
+    key : str, Column, list of them, Key or None
+        Grouping key (see :mod:`windowkit.spark.keys`: a single key column is cast to text for
+        transport, or on a batch to a long for an operator declaring ``INTEGER_KEYS``; a
+        composite key travels as JSON text; a null in a key column makes the row malformed);
+        None for one global key. An operator that routes by an input of its own (its
+        ``route``) takes none. The output's key columns come first, each under its own name
+        and type (``key``, the empty text, for the global key).
     shards : int, optional
         Spark groups the keys are hashed into; default :func:`default_shards` (one per core
         on a batch, ``spark.sql.shuffle.partitions`` on a stream).
@@ -279,6 +282,8 @@ def run_operator(
     if shards is None:
         shards = default_shards(df)
     shards = check_int("shards", shards, 1)
+    if not isinstance(key, Key):
+        key = resolve_key(df, key)
     if not df.isStreaming:
         # an operator that declares a merge plan runs in the mergeable mode (a module beside
         # this one, which imports it)
@@ -289,7 +294,6 @@ def run_operator(
                                   times_like=times_like)
         if merged is not None:
             return merged
-    key_col = F.lit("") if key is None else (F.col(key) if isinstance(key, str) else key)
     explicit_shard = shard is not None
     route = job.declared.route
     if route != KEY and route not in job.inputs:
@@ -304,17 +308,16 @@ def run_operator(
     clock = event_time(df, time, time_unit)
     micros = clock.micros()
     # a row with no key (or no routing value) belongs to no key's state and to no shard
-    malformed = micros.isNull() | key_col.isNull()
+    malformed = micros.isNull() | key.missing
     if route != KEY:
         malformed = malformed | job.inputs[route].isNull()
     if job.valid is not None:
         malformed = malformed | ~F.coalesce(job.valid, F.lit(False))
     shipped_time = micros
     original = job.detail if job.detail is not None else row_json(df)
-    typed_key = (job.declared.INTEGER_KEYS and not df.isStreaming and key is not None
-                 and job.folded is None and route == KEY and not explicit_shard
-                 and isinstance(column_type(df, key), T.IntegralType))
-    key_text = key_col.cast("long" if typed_key else "string")
+    typed_key = (job.declared.INTEGER_KEYS and not df.isStreaming and key.integral
+                 and job.folded is None and route == KEY and not explicit_shard)
+    key_text = key.value.cast("long" if typed_key else "string")
     if job.folded is not None:
         # a time too far out to fold is not a real event time
         malformed = malformed | ~micros.between(-FOLD_LIMIT, FOLD_LIMIT)
@@ -342,13 +345,13 @@ def run_operator(
     # A key that is one of the stream's own text or integer columns already travels as that
     # column (for late rows' JSON): its text is made from it in the stateful step, and the key
     # column carries only malformed rows' JSON (Arrow's text of an integer is Spark's).
-    key_carrier = (carried[key] if isinstance(key, str) and key in own
+    key_carrier = (carried[key.plain] if key.plain in own
                    and job.folded is None and route == KEY and not explicit_shard
-                   and isinstance(df.schema[key].dataType, _KEY_CARRIER_TYPES) else None)
+                   and isinstance(df.schema[key.plain].dataType, _KEY_CARRIER_TYPES) else None)
     # A row so keyed, or a flagged one (whose key column holds more than its key), is routed
     # by Spark's hash of its key's text through a column that leaves before Python.
     route_by = ROUTE if key_carrier or (job.folded is not None and route == KEY) else route
-    route_value = key_value if key_carrier else key_col.cast("string")
+    route_value = key_value if key_carrier else key.value.cast("string")
     if explicit_shard:
         leading = [shard.cast("int").alias(SHARD)]
     elif df.isStreaming:
@@ -437,8 +440,23 @@ def run_operator(
                               sent, job.categorical),
             sent)
     returned = sent if not df.isStreaming else schema
-    return out.select(*_output_columns(job, returned, derived, out_clock, project,
-                                       event_output, df.isStreaming and event_output is None))
+    return keyed_output(out, key, _output_columns(
+        job, returned, derived, out_clock, project, key, event_output,
+        df.isStreaming and event_output is None))
+
+
+def keyed_output(out: DataFrame, key: Key, columns: list[Column | str]) -> DataFrame:
+    """``out.select(columns)``, refused when a key column is named like another column of
+    the result (the caller would get two columns of one name)."""
+    result = out.select(*columns)
+    if key.names:
+        others = [c for c in result.columns[len(key.names):] if c in key.names]
+        if others:
+            msg = (f"`by` must not name a column like one of the output's "
+                   f"{result.columns[len(key.names):]}; got {others[0]!r} (rename it first, "
+                   f"e.g. with .alias())")
+            raise ValueError(msg)
+    return result
 
 
 def _event_time_output(job: OperatorJob, df: DataFrame, clock: EventTime) -> str | None:
@@ -456,10 +474,11 @@ def _event_time_output(job: OperatorJob, df: DataFrame, clock: EventTime) -> str
 
 
 def _output_columns(job: OperatorJob, returned: T.StructType, derived: dict[str, str],
-                    clock: EventTime, project, event_output: str | None = None,
+                    clock: EventTime, project, key: Key, event_output: str | None = None,
                     unwatermarked: bool = False) -> list[Column | str]:
     """The result's columns, in one projection (each DataFrame call is an analysis in the
-    JVM): timestamps back in ``clock``'s kind; on a batch, the operator's ``derived`` outputs
+    JVM): the ``key`` columns first, each back in its own name and type (``project`` is given
+    the others); timestamps back in ``clock``'s kind; on a batch, the operator's ``derived`` outputs
     (SQL over the columns Python sent), the task's shard (one shard per task) and the
     rejected rows' reason (a batch's rejected rows are all malformed, and they alone have a
     detail) made here. An ``unwatermarked`` stream's columns say so in their metadata
@@ -489,9 +508,16 @@ def _output_columns(job: OperatorJob, returned: T.StructType, derived: dict[str,
             column = F.col(column) if isinstance(column, str) else column
             column = column.alias(name, metadata={NO_WATERMARK_METADATA: True})
         columns[name] = column
+    keys = []
+    if KEY in columns:
+        del columns[KEY]
+        keys = key.restored(F.col(KEY))
+        if unwatermarked:
+            keys = [c.alias(n, metadata={NO_WATERMARK_METADATA: True})
+                    for c, n in zip(keys, key.names or (KEY,), strict=True)]
     if project is None:
-        return [named(name, column) for name, column in columns.items()]
-    return project(columns)
+        return [*keys, *[named(name, column) for name, column in columns.items()]]
+    return [*keys, *project(columns)]
 
 
 def _interval(micros: Column) -> Column:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -19,7 +18,6 @@ from windowkit.core.frames import (
     SequenceFrameSpec,
     ThresholdFramer,
 )
-from windowkit.core.operator import KEY
 from windowkit.spark.adapter import (
     DETAIL_OUT,
     INTERNAL_PREFIX,
@@ -28,7 +26,8 @@ from windowkit.spark.adapter import (
     named,
     run_operator,
 )
-from windowkit.spark.event_time import TimeUnit
+from windowkit.spark.event_time import TimeUnit, event_time
+from windowkit.spark.keys import KeyLike, resolve_key
 from windowkit.spark.rejected import deprecated_splitter
 
 #: The statuses of a frame (``status`` is null on a rejected row).
@@ -39,7 +38,7 @@ def threshold_frames(
     df: DataFrame,
     time: str | Column,
     when: str | Column,
-    by: str | None = None,
+    by: KeyLike = None,
     min_duration: str | int | Duration = "1 rows",
     missing: MissingPolicy = "unsatisfied",
     schedule: str | None = None,
@@ -73,8 +72,10 @@ def threshold_frames(
         report of unknown value (a missing value for the framing) that also comes out as a
         ``malformed`` row. A null, NaN or ±inf in a column the predicate names is a missing
         value (Spark orders NaN above every number, so ``v > 0`` would hold for it).
-    by : str, optional
-        The key column; frames are computed per key.
+    by : str, Column or list of them, optional
+        The key: a column name, a Column, or a list of them (a composite key); frames are
+        computed per key, and each key column comes first in the output under its own name
+        and type. A row with a null in a key column is rejected as ``malformed``.
     min_duration : str, int or Duration
         ``"3 rows"`` or ``"90 seconds"``.
     missing : {"unsatisfied", "satisfying"}
@@ -131,14 +132,17 @@ def threshold_frames(
     """
     spec = SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every, extent,
                                     duplicates)
+    # the caller's columns are resolved before windowkit's own exist: Spark's "did you mean"
+    # then lists only the caller's
+    key = resolve_key(df, by)
+    event_time(df, time, time_unit)
     coded = _with_predicate_code(df, when)
     job = OperatorJob(
         factory=functools.partial(ThresholdFramer, spec=spec),
         inputs={VALUE: F.col(_CODE)},
     )
-    check_key_name(by)
-    return run_operator(coded, job, time=time, key=by, shards=shards, late=late,
-                        time_unit=time_unit, project=frames_projection(df, by))
+    return run_operator(coded, job, time=time, key=key, shards=shards, late=late,
+                        time_unit=time_unit, project=frames_projection)
 
 
 #: The columns of every framing's output after the key (``by``, or ``key``).
@@ -146,28 +150,9 @@ FRAME_COLUMNS = ["frame_id", "start", "end", "last", "n_tuples", "n_missing", "s
                  REJECTED, DETAIL_OUT]
 
 
-def check_key_name(by: str | None) -> None:
-    """Refuse a key column named like a column of the frames (the output would have two).
-
-    Examples
-    --------
-    >>> check_key_name("start")
-    Traceback (most recent call last):
-    ...
-    ValueError: `by` must not be named like a column of the frames ['frame_id', 'start', \
-'end', 'last', 'n_tuples', 'n_missing', 'status', 'rejected', 'detail']; got 'start' (rename \
-the column first)
-    """
-    if by in FRAME_COLUMNS:
-        msg = (f"`by` must not be named like a column of the frames {FRAME_COLUMNS}; got {by!r}"
-               " (rename the column first)")
-        raise ValueError(msg)
-
-
-def frames_projection(df: DataFrame, by: str | None
-                      ) -> Callable[[dict[str, Column | str]], list[Column | str]]:
-    """The adapter's projection to frames as every framing gives them: the key back in
-    ``by``'s type and name, then :data:`FRAME_COLUMNS`.
+def frames_projection(columns: dict[str, Column | str]) -> list[Column | str]:
+    """The adapter's projection to frames as every framing gives them (after the key
+    columns, which the adapter puts first): :data:`FRAME_COLUMNS`.
 
     Examples
     --------
@@ -176,12 +161,7 @@ def frames_projection(df: DataFrame, by: str | None
     >>> frames.columns[:3]
     ['s', 'frame_id', 'start']
     """
-    key = F.col(KEY) if by is None else F.col(KEY).cast(df.schema[by].dataType).alias(by)
-
-    def project(columns: dict[str, Column | str]) -> list[Column | str]:
-        return [key, *[named(name, columns[name]) for name in FRAME_COLUMNS]]
-
-    return project
+    return [named(name, columns[name]) for name in FRAME_COLUMNS]
 
 
 #: Deprecated: :func:`windowkit.spark.split_rejected` splits every function's output.

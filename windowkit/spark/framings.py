@@ -2,12 +2,12 @@
 
 Each function runs a core framer (``windowkit.core.frames``) per key through the generic
 adapter (``windowkit.spark.adapter.run_operator``) and returns threshold frames' columns:
-``key`` (named after ``by``), ``frame_id``, ``start``, ``end``, ``last``, ``n_tuples``,
-``n_missing``, ``status``, ``rejected`` and ``detail``. Rows that cannot be framed (a null or
-unparsable time, a null key) come out with ``rejected = "malformed"``, rows behind the watermark
-as ``"late"``, with the row as JSON in ``detail`` (:func:`windowkit.spark.split_rejected`
-separates them). A null, NaN or infinite value is a *missing value* for the framing, not a bad
-row.
+the key columns (those of ``by``, each under its own name and type), ``frame_id``, ``start``,
+``end``, ``last``, ``n_tuples``, ``n_missing``, ``status``, ``rejected`` and ``detail``. Rows
+that cannot be framed (a null or unparsable time, a null in a key column) come out with
+``rejected = "malformed"``, rows behind the watermark as ``"late"``, with the row as JSON in
+``detail`` (:func:`windowkit.spark.split_rejected` separates them). A null, NaN or infinite
+value is a *missing value* for the framing, not a bad row.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from windowkit.core.frames import (
 from windowkit.core.frames._engine import SequenceFramer, SequenceFrameSpec
 from windowkit.spark.adapter import OperatorJob, run_operator
 from windowkit.spark.event_time import TimeUnit, event_time
-from windowkit.spark.frames import check_key_name, frames_projection
+from windowkit.spark.frames import frames_projection
+from windowkit.spark.keys import KeyLike
 
 
 def boundary_frames(
@@ -40,7 +41,7 @@ def boundary_frames(
     time: str | Column,
     value: str | Column,
     x: float,
-    by: str | None = None,
+    by: KeyLike = None,
     min_duration: str | int | Duration = "1 rows",
     missing: str = "unsatisfied",
     schedule: str | None = None,
@@ -67,8 +68,8 @@ def boundary_frames(
         The attribute, a column name, Column or SQL expression (cast to double).
     x : float
         The boundary.
-    by : str, optional
-        The key column.
+    by : str, Column or list of them, optional
+        The key: a column name, a Column or a list of them (a composite key); frames per key.
     min_duration, missing, schedule, fragment_every, extent, duplicates
         As for the core framer (``duplicates``: ``"any"`` and ``"all"`` only for a framing
         of truth values, such as :class:`~windowkit.core.frames.ThresholdFraming`).
@@ -105,7 +106,7 @@ def delta_frames(
     time: str | Column,
     value: str | Column,
     x: float,
-    by: str | None = None,
+    by: KeyLike = None,
     min_duration: str | int | Duration = "1 rows",
     missing: str = "unsatisfied",
     schedule: str | None = None,
@@ -146,7 +147,7 @@ def aggregate_frames(
     func: str,
     op: str,
     x: float,
-    by: str | None = None,
+    by: KeyLike = None,
     min_duration: str | int | Duration = "1 rows",
     missing: str = "unsatisfied",
     schedule: str | None = None,
@@ -187,7 +188,7 @@ def custom_frames(
     time: str | Column,
     value: str | Column,
     framing: Framing,
-    by: str | None = None,
+    by: KeyLike = None,
     min_duration: str | int | Duration = "1 rows",
     missing: str = "unsatisfied",
     schedule: str | None = None,
@@ -237,8 +238,9 @@ def longest_frame(frames: DataFrame, by: str | None = None) -> DataFrame:
     ----------
     frames : DataFrame
         Frames (``start``, ``last``, ``status`` columns); partial and rejected rows are ignored.
-    by : str, optional
-        The key column: the longest frames of each key; None for the longest overall.
+    by : str, Column or list of them, optional
+        The key columns of ``frames`` (names, as the frames function gave them, or Columns of
+        ``frames``): the longest frames of each key; None for the longest overall.
 
     Returns
     -------
@@ -269,7 +271,8 @@ def longest_frame(frames: DataFrame, by: str | None = None) -> DataFrame:
     final = frames.filter(F.col("status") == "final")
     length = _as_long(final, "last") - _as_long(final, "start")
     final = final.withColumn("wk_length", length)
-    window = Window.partitionBy(by) if by is not None else Window.partitionBy(F.lit(0))
+    keys = [] if by is None else [by] if isinstance(by, str | Column) else list(by)
+    window = Window.partitionBy(*keys) if keys else Window.partitionBy(F.lit(0))
     best = final.withColumn("wk_best", F.max("wk_length").over(window))
     return best.filter(F.col("wk_length") == F.col("wk_best")).drop("wk_length", "wk_best")
 
@@ -286,7 +289,7 @@ def _frames(
     factory: Callable[[], SequenceFramer],
     time: str | Column,
     value: str | Column,
-    by: str | None,
+    by: KeyLike,
     late: str | None,
     shards: int | None,
     time_unit: TimeUnit | None,
@@ -294,7 +297,6 @@ def _frames(
 ) -> DataFrame:
     """Run ``factory``'s framer over ``df``; the shared output of every framing
     (``presence_only``: the framer reads only whether each value is known)."""
-    check_key_name(by)
     # a value that is not a number ('n/a') is a missing value, as null is, in every ANSI mode
     value_col = (F.expr(value) if isinstance(value, str) else value).try_cast("double")
     if presence_only:
@@ -307,7 +309,7 @@ def _frames(
     # the adapter reads the time column (and an integer one's unit) and gives the frames'
     # times back in the column's own kind
     return run_operator(df, job, time=time, key=by, shards=shards, late=late,
-                        time_unit=time_unit, project=frames_projection(df, by))
+                        time_unit=time_unit, project=frames_projection)
 
 
 def framing_functions() -> dict[str, Any]:

@@ -46,9 +46,11 @@ from windowkit.spark.adapter import (
     OperatorJob,
     _arrow_schema,
     _output_columns,
+    keyed_output,
     row_json,
 )
 from windowkit.spark.event_time import EventTime, event_time
+from windowkit.spark.keys import Key
 
 _BLOCK = "wk_block"
 _PART = "wk_part"
@@ -119,7 +121,7 @@ def run_if_mergeable(
     *,
     time: str | Column,
     time_unit: str | None,
-    key: str | Column | None,
+    key: Key,
     shards: int,
     shard: Column | None,
     project: Callable[[dict[str, Column | str]], list[Column | str]] | None,
@@ -133,15 +135,15 @@ def run_if_mergeable(
     if plan is None:
         return None
     if shard is None:
-        text = F.lit("") if key is None else (F.col(key) if isinstance(key, str) else key)
-        shard = F.pmod(F.hash(text.cast("string")), F.lit(shards))
+        shard = F.pmod(F.hash(key.value.cast("string")), F.lit(shards))
     schema = job.spark_schema()
     clock = event_time(df, time, time_unit)
     out = run_merged(df, job.factory, plan, schema, job.inputs, clock=clock, key=key,
                      shard=shard, shards=shards,
                      original=job.detail if job.detail is not None else row_json(df),
                      valid=job.valid)
-    return out.select(*_output_columns(job, schema, {}, times_like or clock, project))
+    return keyed_output(out, key, _output_columns(job, schema, {}, times_like or clock,
+                                                  project, key))
 
 
 def run_merged(
@@ -152,7 +154,7 @@ def run_merged(
     inputs: dict[str, Column],
     *,
     clock: EventTime,
-    key: str | Column | None,
+    key: Key,
     shard: Column,
     shards: int,
     original: Column,
@@ -175,8 +177,8 @@ def run_merged(
         The operator's input columns besides ``time`` (and ``key``).
     clock : EventTime
         The event time (see :mod:`windowkit.spark.event_time`).
-    key : str, Column or None
-        The operator's key column, None for none.
+    key : Key
+        The operator's key (see :mod:`windowkit.spark.keys`).
     shard : Column
         Each row's shard (an int).
     shards : int
@@ -193,15 +195,12 @@ def run_merged(
         ``detail``.
     """
     micros = clock.micros()
-    key_col = None if key is None else (F.col(key) if isinstance(key, str) else key)
-    malformed = micros.isNull()
-    if key_col is not None:
-        malformed = malformed | key_col.isNull()
+    malformed = micros.isNull() | key.missing
     if valid is not None:
         malformed = malformed | ~F.coalesce(valid, F.lit(False))
     rows = df.select(
         shard.cast("int").alias(_SITE), F.when(~malformed, micros).alias(TIME),
-        *([key_col.cast("string").alias(KEY)] if key_col is not None else []),
+        *([key.value.cast("string").alias(KEY)] if KEY in schema.names else []),
         *[column.alias(name) for name, column in inputs.items()],
         F.when(malformed, original).alias(_DETAIL),
         # the time column as it is: a filter on it reaches the file scan

@@ -47,7 +47,6 @@ from windowkit.core.multigranular.aggregator import (
 )
 from windowkit.core.multigranular.distinct import DEFAULT_PRECISION
 from windowkit.core.multigranular.spec import MultiGranularSpec
-from windowkit.core.operator import KEY
 from windowkit.core.validation import check_choice
 from windowkit.spark.adapter import (
     SHARD_OUT,
@@ -57,6 +56,7 @@ from windowkit.spark.adapter import (
     user_column,
 )
 from windowkit.spark.event_time import EventTime, TimeUnit, event_time
+from windowkit.spark.keys import Key, KeyLike, resolve_key
 from windowkit.spark.rejected import deprecated_splitter
 
 _KEY = "wk_mg_key"
@@ -73,7 +73,7 @@ def multi_granular(
     window: str | None = None,
     *,
     levels: list[tuple[str, str]] | None = None,
-    by: str | None = None,
+    by: KeyLike = None,
     value: str | Column | None = None,
     aggregates: tuple[str, ...] | list[str] = DEFAULT_AGGREGATES,
     regression: bool = False,
@@ -101,8 +101,11 @@ def multi_granular(
         The paper's clause, e.g. ``"RANGES 1 HOUR, 1 MINUTE SLIDES 5 MINUTES, 1 SECOND"``.
     levels : list of (range, slide), optional
         Instead of ``window``: ``[("1 minute", "1 second"), ("1 hour", "5 minutes")]``.
-    by : str, optional
-        Key column; one global key if omitted.
+    by : str, Column or list of them, optional
+        The key: a column name, a Column or a list of them (a composite key); each key
+        column comes first in the reports under its own name and type. One global key if
+        omitted (a ``key`` column, empty). A row with a null in a key column is rejected as
+        ``malformed``.
     value : str or Column
         The numeric column to aggregate (required unless only ``count`` is asked for). Rows
         whose value is null, NaN, ±inf or not a number are set aside as ``malformed``.
@@ -147,11 +150,11 @@ def multi_granular(
     Returns
     -------
     DataFrame
-        One row per key, level and window holding a row of the key: ``key`` (named after
-        ``by``), ``level`` (0 = the finest, the paper's numbering), ``range`` and ``slide``
-        (day-time intervals), ``window_start`` and ``window_end`` (in the kind of ``time``:
-        timestamps, ``timestamp_ntz`` for ``timestamp_ntz`` and dates, integers in
-        ``time_unit``), the aggregates; plus
+        One row per key, level and window holding a row of the key: the key columns
+        (``by``'s, or ``key``), ``level`` (0 = the finest, the paper's numbering), ``range``
+        and ``slide`` (day-time intervals), ``window_start`` and ``window_end`` (in the kind
+        of ``time``: timestamps, ``timestamp_ntz`` for ``timestamp_ntz`` and dates, integers
+        in ``time_unit``), the aggregates; plus
         ``rejected`` (``malformed``/``late``, else null) and ``detail`` (the rejected row as
         JSON). :func:`windowkit.spark.split_rejected` separates them.
 
@@ -187,17 +190,17 @@ def multi_granular(
     if value is None and set(config.aggregates) - {"count"} | ({"x"} if regression else set()):
         msg = "`value` is required for aggregates other than count and for regression"
         raise ValueError(msg)
+    key = resolve_key(df, by)
     clock = event_time(df, time, time_unit)
     micros = clock.micros()
     value_col = F.lit(0.0) if value is None else (F.col(value) if isinstance(value, str)
                                                   else value)
     number = _number(value_col) if value is not None else F.lit(0.0)
     valid = number.isNotNull() & (micros >= F.lit(config.effective_spec.first_instant))
-    key_col = F.lit("") if by is None else F.col(by)
     factory = functools.partial(MultiGranularAggregator, config=config)
     renamed = {} if distinct is None else {
         "distinct": f"distinct_{distinct}" if isinstance(distinct, str) else "distinct"}
-    project = _projection(df, by, renamed)
+    project = _projection(renamed)
     # the sketches hash strings, in the JVM and in Python alike
     item = None if distinct is None else (
         F.col(distinct) if isinstance(distinct, str) else distinct).cast("string")
@@ -208,9 +211,9 @@ def multi_granular(
                    and df.schema[value].dataType == T.DoubleType() else number)
         inputs = {"value": shipped} if item is None else {"value": shipped, ITEM: item}
         job = OperatorJob(factory=factory, inputs=inputs, valid=valid)
-        return run_operator(df, job, time=F.timestamp_micros(micros), key=by, shards=shards,
+        return run_operator(df, job, time=F.timestamp_micros(micros), key=key, shards=shards,
                             late=late, project=project, times_like=clock)
-    return _batch_cells(df, micros, key_col, number, valid, config, item, factory, shards,
+    return _batch_cells(df, micros, key, number, valid, config, item, factory, shards,
                         project, clock)
 
 
@@ -221,7 +224,7 @@ def recurring_items(
     window: str | None = None,
     *,
     levels: list[tuple[str, str]] | None = None,
-    by: str | None = None,
+    by: KeyLike = None,
     report: ReportMode = "periodic",
     origin: int | str | dt.datetime = 0,
     closed: str = "left",
@@ -241,7 +244,7 @@ def recurring_items(
     Returns
     -------
     DataFrame
-        ``key`` (named after ``by``), ``item``, ``level``, ``range``, ``slide``,
+        The key columns (``by``'s, or ``key``), ``item``, ``level``, ``range``, ``slide``,
         ``window_start``, ``window_end``, ``count``, ``rejected``, ``detail``.
 
     Examples
@@ -263,23 +266,23 @@ def recurring_items(
     check_choice("report", report, ("periodic", "continuous"))
     spec = make_spec(window, levels, origin, closed)
     effective = spec.continuous() if report == "continuous" else spec
+    key = resolve_key(df, by)
     clock = event_time(df, time, time_unit)
     micros = clock.micros()
     item_col = (F.col(item) if isinstance(item, str) else item).cast("string")
     valid = item_col.isNotNull() & (micros >= F.lit(effective.first_instant))
-    key_col = F.lit("") if by is None else F.col(by)
     factory = functools.partial(RecurringItems, window=spec, report=report)
-    project = _projection(df, by)
+    project = _projection()
     if df.isStreaming:
         job = OperatorJob(factory=factory, inputs={"item": item_col}, valid=valid)
-        return run_operator(df, job, time=F.timestamp_micros(micros), key=by, shards=shards,
+        return run_operator(df, job, time=F.timestamp_micros(micros), key=key, shards=shards,
                             late=late, project=project, times_like=clock)
-    good = _good(valid, micros, key_col)
-    base = _with_malformed(df, good, key_col, micros, effective, {_ITEM: item_col})
+    good = _good(valid, micros, key)
+    base = _with_malformed(df, good, key, micros, effective, {_ITEM: item_col})
     cells = base.groupBy(_KEY, _ITEM, _GRANULE, _DETAIL).agg(F.expr("count(1) AS cell_n"),
                                                              _granule_end(effective))
     return _run_cells(cells, factory, {"item": F.expr(_ITEM), "cell_n": F.expr("cell_n")},
-                      shards, project, clock)
+                      shards, project, clock, key)
 
 
 #: Deprecated: :func:`windowkit.spark.split_rejected` splits every function's output.
@@ -287,13 +290,13 @@ split_reports = deprecated_splitter("split_reports")
 
 
 # ---------------------------------------------------------------------- internals
-def _batch_cells(df: DataFrame, micros: Column, key_col: Column, number: Column, valid: Column,
+def _batch_cells(df: DataFrame, micros: Column, key: Key, number: Column, valid: Column,
                  config: AggregatorConfig, item: Column | None, factory, shards: int | None,
                  project, clock: EventTime) -> DataFrame:
     """Batch: one cell per key and finest granule in the JVM (with its HLL sketch of ``item``
     for distinct counts), then the chains in Python."""
     spec = config.effective_spec
-    good = _good(valid, micros, key_col)
+    good = _good(valid, micros, key)
     # only the moments the reports read: each costs the JVM's aggregation a buffer and the
     # transfer to Python a column (and each Column built costs the driver py4j calls)
     wanted = config.cell_columns
@@ -304,7 +307,7 @@ def _batch_cells(df: DataFrame, micros: Column, key_col: Column, number: Column,
         # the row's time from its granule's last instant, within (-b0, 0]: doubles stay exact
         columns["wk_dt"] = (micros - _granule_end_micros(_granule_of(micros, spec), spec)
                             ).cast("double")
-    base = _with_malformed(df, good, key_col, micros, spec, columns)
+    base = _with_malformed(df, good, key, micros, spec, columns)
     sketch = ([F.hll_sketch_agg(_ITEM, config.distinct_precision).alias(CELL_HLL)]
               if config.distinct else [])
     cells = (base.groupBy(_KEY, _GRANULE, _DETAIL)
@@ -313,7 +316,7 @@ def _batch_cells(df: DataFrame, micros: Column, key_col: Column, number: Column,
     inputs = {c: F.expr(f"CAST({c} AS DOUBLE)") for c in wanted}
     if config.distinct:
         inputs[CELL_HLL] = F.expr(CELL_HLL)
-    return _run_cells(cells, factory, inputs, shards, project, clock)
+    return _run_cells(cells, factory, inputs, shards, project, clock, key)
 
 
 #: Each cell column as a SQL aggregate of the granule's rows (text: one py4j call per column).
@@ -339,7 +342,7 @@ def _granule_end_micros(granule: Column, spec: MultiGranularSpec) -> Column:
     return granule * F.lit(chain.finest_slide) + F.lit(chain.origin - spec.shift)
 
 
-def _with_malformed(df: DataFrame, good: Column, key_col: Column, micros: Column,
+def _with_malformed(df: DataFrame, good: Column, key: Key, micros: Column,
                     spec: MultiGranularSpec, columns: dict[str, Column]) -> DataFrame:
     """The rows for the JVM aggregation by (key, granule, detail), malformed ones included.
 
@@ -354,7 +357,7 @@ def _with_malformed(df: DataFrame, good: Column, key_col: Column, micros: Column
     """
     original = row_json(df, own_only=False)
     return df.select(
-        F.when(good, key_col).alias(_KEY),
+        F.when(good, key.value).alias(_KEY),
         F.when(good, _granule_of(micros, spec))
         .otherwise(F.lit(-1) - F.monotonically_increasing_id()).alias(_GRANULE),
         F.when(~good, original).alias(_DETAIL),
@@ -362,18 +365,19 @@ def _with_malformed(df: DataFrame, good: Column, key_col: Column, micros: Column
 
 
 def _run_cells(cells: DataFrame, factory, inputs: dict[str, Column], shards: int | None,
-               project, clock: EventTime) -> DataFrame:
+               project, clock: EventTime, key: Key) -> DataFrame:
     """Run the operator over the cells, each at its granule's end instant (report times
-    back in the kind of the user's time, ``clock``); the malformed rows among them are
-    reported with their JSON."""
+    back in the kind of the user's time, ``clock``, and the ``key`` columns in their own);
+    the malformed rows among them are reported with their JSON."""
     job = OperatorJob(factory=factory, inputs=inputs, valid=F.expr(f"{_GRANULE} >= 0"),
                       detail=F.expr(_DETAIL))
-    return run_operator(cells, job, time=_END, key=_KEY, shards=shards, project=project,
+    return run_operator(cells, job, time=_END, key=key.travelling_as(_KEY), shards=shards,
+                        project=project,
                         times_like=clock)
 
 
-def _good(valid: Column, micros: Column, key_col: Column) -> Column:
-    return F.coalesce(valid & micros.isNotNull() & key_col.isNotNull(), F.lit(False))
+def _good(valid: Column, micros: Column, key: Key) -> Column:
+    return F.coalesce(valid & micros.isNotNull() & ~key.missing, F.lit(False))
 
 
 def _granule_of(micros: Column, spec: MultiGranularSpec) -> Column:
@@ -386,19 +390,14 @@ def _granule_of(micros: Column, spec: MultiGranularSpec) -> Column:
                            F.lit(b0))
 
 
-def _projection(df: DataFrame, by: str | None, renamed: dict[str, str] | None = None):
-    """The adapter's projection to the reports' columns in order, without ``shard``: the key
-    back in ``by``'s type and name, and the ``renamed`` columns."""
+def _projection(renamed: dict[str, str] | None = None):
+    """The adapter's projection to the reports' columns in order (after the key columns,
+    which the adapter puts first), without ``shard``, and with the ``renamed`` columns."""
     renamed = dict(renamed or {})
-    if by is not None:
-        renamed[KEY] = by
-    key_type = None if by is None else df.schema[by].dataType
 
     def project(columns: dict[str, Column | str]) -> list[Column | str]:
         def column(name: str, value: Column | str) -> Column | str:
             # plain names where possible: a Column built by a pyspark function costs py4j calls
-            if name == KEY and key_type is not None:
-                return F.col(KEY).cast(key_type).alias(renamed[KEY])
             if not isinstance(value, str):
                 return value.alias(renamed.get(name, name))
             return F.expr(f"`{name}` AS `{renamed[name]}`") if name in renamed else name

@@ -10,7 +10,6 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from windowkit.core.operator import KEY
 from windowkit.core.widening import (
     Detector,
     EpisodeDetector,
@@ -27,6 +26,7 @@ from windowkit.spark.adapter import (
     user_column,
 )
 from windowkit.spark.event_time import EventTime, TimeUnit, event_time
+from windowkit.spark.keys import KeyLike, resolve_key
 from windowkit.spark.rejected import deprecated_splitter
 
 TIME_COLUMNS = ("window_start", "window_end", "detected_at", "first_time", "last_time")
@@ -35,7 +35,7 @@ TIME_COLUMNS = ("window_start", "window_end", "detected_at", "first_time", "last
 def widen_detect(
     df: DataFrame,
     time: str | Column,
-    by: str | None = None,
+    by: KeyLike = None,
     detector: Detector | str = "remote-shell",
     base: str | int | dt.timedelta = "1 second",
     max_length: int = 32,
@@ -63,8 +63,10 @@ def widen_detect(
         Event time: a timestamp, ``timestamp_ntz`` (the wall-clock time it holds, whatever the
         session time zone), date or timestamp-string column, or an integer column with
         ``time_unit`` (see :mod:`windowkit.spark.event_time`).
-    by : str, optional
-        The key column (e.g. a process id); patterns are sought per key.
+    by : str, Column or list of them, optional
+        The key (e.g. a process id): a column name, a Column or a list of them (a composite
+        key, e.g. host and process id); patterns are sought per key, and each key column
+        comes first in the output under its own name and type.
     detector : Detector or str
         A :class:`~windowkit.core.widening.Detector`, or an episode in the text form of
         :mod:`windowkit.core.widening.episode` (``"remote-shell"`` for the paper's). An episode
@@ -129,6 +131,7 @@ def widen_detect(
         msg = (f"`detector` must be a Detector or an episode's text; got "
                f"{type(detector).__name__}")
         raise ValueError(msg)
+    key = resolve_key(df, by)
     textual = detector.column_type in ("category", "string")
     inputs = {}
     for name in detector.columns:
@@ -145,17 +148,16 @@ def widen_detect(
             raise ValueError(msg)
     job = OperatorJob(factory=functools.partial(WindowWidening, detector, config=config),
                       inputs=inputs)
-    return run_operator(df, job, time=time, key=by, shards=shards, late=late,
+    return run_operator(df, job, time=time, key=key, shards=shards, late=late,
                         time_unit=time_unit,
-                        project=_detections_projection(df, by, event_time(df, time, time_unit)))
+                        project=_detections_projection(event_time(df, time, time_unit)))
 
 
-def _detections_projection(df: DataFrame, by: str | None, clock: EventTime
+def _detections_projection(clock: EventTime
                            ) -> Callable[[dict[str, Column | str]], list[Column | str]]:
-    """The adapter's projection to detections: the key back in ``by``'s type and name, and
-    the episode's times (text of microseconds, restored to the kind of ``clock``) and
+    """The adapter's projection to detections (after the key columns, which the adapter
+    puts first): the episode's times (text of microseconds, restored to the kind of ``clock``) and
     ordinals (text) as arrays; the window and detection times the adapter restored already."""
-    key = F.col(KEY) if by is None else F.col(KEY).cast(df.schema[by].dataType).alias(by)
     micros = F.transform(F.split(F.col("times"), ","), lambda x: x.cast("long"))
     times = F.when(F.col("times").isNotNull(), F.transform(micros, clock.restore))
     ordinals = F.when(F.col("ordinals").isNotNull(), F.transform(
@@ -165,7 +167,7 @@ def _detections_projection(df: DataFrame, by: str | None, clock: EventTime
     def project(columns: dict[str, Column | str]) -> list[Column | str]:
         names = ["level", *TIME_COLUMNS[:3], "first_time", "last_time", "span", "times",
                  "ordinals", REJECTED, DETAIL_OUT]
-        return [key, *[made.get(name, named(name, columns[name])) for name in names]]
+        return [*[made.get(name, named(name, columns[name])) for name in names]]
 
     return project
 
