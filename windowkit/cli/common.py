@@ -255,23 +255,60 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def check_columns(info: InputInfo, **options: str | None) -> None:
-    """Raise if an option names a column the input does not have (with close matches).
+def add_by_argument(parser: argparse.ArgumentParser, help: str) -> None:
+    """Add ``--by``: a key column, or several separated by commas (a composite key).
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser()
+    >>> add_by_argument(p, "key column")
+    >>> p.parse_args(["--by", "site,router"]).by, p.parse_args(["--by", "router"]).by
+    (['site', 'router'], 'router')
+    """
+    parser.add_argument("--by", default=None, type=key_columns,
+                        help=f"{help}; a,b for a composite key")
+
+
+def key_columns(text: str) -> str | list[str]:
+    """``--by``'s value: one column name, or a list of them from ``a,b``.
+
+    Examples
+    --------
+    >>> key_columns("site, router")
+    ['site', 'router']
+    >>> key_columns("site,")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: a key is one column or several separated by commas, e.g. \
+'site,router'; got 'site,'
+    """
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        msg = (f"a key is one column or several separated by commas, e.g. 'site,router'; "
+               f"got {text!r}")
+        raise argparse.ArgumentTypeError(msg)
+    return names[0] if len(names) == 1 else names
+
+
+def check_columns(info: InputInfo, **options: str | list[str] | None) -> None:
+    """Raise if an option names a column the input does not have (with close matches); an
+    option may name several (a composite ``--by``).
 
     Examples
     --------
     >>> info = InputInfo("r.csv", "csv", ("router", "ts", "loss_rate"))
-    >>> check_columns(info, time="ts", by="ruter")
+    >>> check_columns(info, time="ts", by=["router", "ruter"])
     Traceback (most recent call last):
     ...
     ValueError: `--by` names column 'ruter', which r.csv does not have (did you mean ...
     """
     if info.columns is None:
         return
-    for option, column in options.items():
-        if column is None or column in info.columns:
-            continue
-        raise ValueError(missing_column("`--" + option.replace("_", "-") + "`", column, info))
+    for option, named in options.items():
+        for column in [named] if isinstance(named, str) else named or []:
+            if column not in info.columns:
+                raise ValueError(missing_column("`--" + option.replace("_", "-") + "`", column,
+                                                info))
 
 
 def missing_column(named: str, column: str, info: InputInfo) -> str:

@@ -19,6 +19,7 @@ import os
 
 from windowkit.cli.common import (
     Progress,
+    add_by_argument,
     add_io_arguments,
     check_columns,
     check_output,
@@ -68,9 +69,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="order or event-time column: with --unit samples an integer "
                              "sequence number (or a time, ranked; batch only), default the "
                              "input order; with --unit ticks the event time (required)")
-    parser.add_argument("--by", default=None,
-                        help="site column routing rows to shards (default: spread evenly); "
-                             "the window stays the whole stream's")
+    add_by_argument(parser, "site column routing rows to shards (default: spread evenly); the "
+                            "window stays the whole stream's")
     parser.add_argument("--window", type=int, required=True,
                         help="window N of the whole stream, in samples or ticks")
     parser.add_argument("--unit", choices=("samples", "ticks"), default="samples",

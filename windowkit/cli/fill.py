@@ -15,6 +15,7 @@ import os
 
 from windowkit.cli.common import (
     Progress,
+    add_by_argument,
     add_io_arguments,
     check_columns,
     check_output,
@@ -49,8 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--frames", required=True,
                    help="frames as written by `windowkit frames` (OUTPUT/frames, Parquet)")
     p.add_argument("--time", required=True, help="event-time column of --input")
-    p.add_argument("--by", default=None,
-                   help="key column of both (default: every frame gets every key's rows)")
+    add_by_argument(p, "key column of both (default: every frame gets every key's rows)")
     p.add_argument("--before", default="30 seconds", help="reach before a frame's start")
     p.add_argument("--after", default="0 seconds", help="reach after a frame's end")
     p.add_argument("--aggregate", action="append", default=None, metavar="NAME=SQL",

@@ -7,6 +7,7 @@ import os
 
 from windowkit.cli.common import (
     Progress,
+    add_by_argument,
     add_io_arguments,
     check_columns,
     check_expression,
@@ -44,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_io_arguments(p)
     p.add_argument("--time", required=True, help="event-time column")
-    p.add_argument("--by", default=None, help="key column (frames per key)")
+    add_by_argument(p, "key column (frames per key)")
     p.add_argument("--kind", choices=KINDS, default="threshold",
                    help="threshold (--when holds), boundary (--value crosses a multiple of "
                         "--x), delta (max - min of --value reaches --x), aggregate (--func of "

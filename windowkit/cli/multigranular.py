@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import functools
+import operator
 import os
 
 from windowkit.cli import common
@@ -37,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_io_arguments(p)
     p.add_argument("--time", required=True, help="event-time column (timestamp)")
-    p.add_argument("--by", default=None, help="key column (reports per key)")
+    common.add_by_argument(p, "key column (reports per key)")
     p.add_argument("--value", default=None, help="numeric column to aggregate")
     p.add_argument("--window", required=True,
                    help="e.g. 'RANGES 1 HOUR, 10 MINUTES, 1 MINUTE SLIDES 5 MINUTES, "
@@ -161,19 +163,21 @@ def _plot(spark, df, args: argparse.Namespace, reports_path: str) -> None:
     from windowkit.report.multigranular import PREFERRED, draw_levels, level_label
 
     reports = common.read_written(spark, reports_path, args.output_format)
-    key_name = args.by or "key"
-    key = reports.groupBy(key_name).count().orderBy(F.desc("count")).first()[0]
-    mine = reports.filter(F.col(key_name) == key)
+    names = ["key"] if args.by is None else [args.by] if isinstance(args.by, str) else args.by
+    busiest = reports.groupBy(*names).count().orderBy(F.desc("count"), *names).first()
+    same_key = [F.col(name).eqNullSafe(busiest[name]) for name in names]
+    mine = reports.filter(functools.reduce(operator.and_, same_key))
     series = mine.select("level", "range", "slide", F.unix_micros("window_end").alias("t"),
                          *[c for c in PREFERRED if c in mine.columns]).toPandas()
     column = "mean" if "mean" in series else next(c for c in PREFERRED if c in series)
-    raw = df if args.by is None else df.filter(F.col(args.by) == key)
+    raw = df if args.by is None else df.filter(functools.reduce(operator.and_, same_key))
     raw = raw.select(args.time, args.value).orderBy(args.time).limit(20_000).toPandas()
     lines = {level_label(g["range"].iloc[0], g["slide"].iloc[0]):
              g.sort_values("t").rename(columns={column: "value"})[["t", "value"]]
              for _, g in series.groupby("level")}
     fig, ax = subplots(height=4.0)
     ax.plot(raw[args.time], raw[args.value], ".", ms=2, alpha=0.3, color="grey", label="rows")
-    draw_levels(ax, lines, f"{column} of {args.value}", f"{key_name} = {key}")
+    draw_levels(ax, lines, f"{column} of {args.value}",
+                ", ".join(f"{name} = {busiest[name]}" for name in names))
     with open(args.plot, "wb") as out:
         out.write(to_png(fig))

@@ -16,6 +16,7 @@ import os
 
 from windowkit.cli.common import (
     Progress,
+    add_by_argument,
     add_output_format_argument,
     add_spark_arguments,
     check_columns,
@@ -79,7 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="allow an output directory that holds files windowkit did not write")
     p.add_argument("--verbose", action="store_true", help="show Spark's log and tracebacks")
-    p.add_argument("--by", default=None, help="tables: key column")
+    add_by_argument(p, "tables: key column")
     p.add_argument("--output", required=True, help="output directory")
     add_output_format_argument(p)
     add_spark_arguments(p, when="tables: ")

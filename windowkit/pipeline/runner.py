@@ -50,6 +50,7 @@ from windowkit.pipeline.spec import (
     inherited_params,
     key_named,
 )
+from windowkit.report.collect import shown_key
 from windowkit.report.model import RunSummary, SourceRun, StepRun
 
 REJECTED_DIR = "rejected"
@@ -213,10 +214,11 @@ def _check_source(pipeline: Pipeline, name: str, source: SourceSection,
     if source.schema_ is not None:
         info = _with_schema(info, source.schema_)
     for attribute in ("time", "key"):
-        column = getattr(source, attribute)
-        if column is not None and info.columns is not None and column not in info.columns:
-            raise _missing_column(pipeline.where("sources", name, attribute), attribute, column,
-                                  info)
+        named = getattr(source, attribute)
+        for column in [named] if isinstance(named, str) else named or []:
+            if info.columns is not None and column not in info.columns:
+                raise _missing_column(pipeline.where("sources", name, attribute), attribute,
+                                      column, info)
     return info
 
 
@@ -279,9 +281,12 @@ def _check_step_columns(pipeline: Pipeline, step: Step, infos: dict[str, InputIn
                    f"{info.path} does not have; its columns: {', '.join(info.columns)}")
             raise PipelineError(msg)
     for param in function.columns:
-        column = step.params.get(param)
-        if isinstance(column, str) and _IDENTIFIER.match(column) and column not in info.columns:
-            raise _missing_column(pipeline.where("steps", step.name, param), param, column, info)
+        named = step.params.get(param)
+        for column in named if isinstance(named, list) else [named]:
+            if (isinstance(column, str) and _IDENTIFIER.match(column)
+                    and column not in info.columns):
+                raise _missing_column(pipeline.where("steps", step.name, param), param, column,
+                                      info)
 
 
 def _check_step_sql(pipeline: Pipeline, step: Step, infos: dict[str, InputInfo]) -> None:
@@ -384,7 +389,8 @@ class PipelineRun:
                 rows = df.count()
             self.progress.step(f"source {name}: {rows:,} rows ({info.format}, {source.path})")
         self.summary.sources.append(SourceRun(name, source.path, info.format, rows,
-                                              source.time, source.key))
+                                              source.time,
+                                              shown_key(source.key).label if source.key else None))
         return df
 
     # -- steps

@@ -80,7 +80,7 @@ class SourceSection(_Strict):
     format: Literal["csv", "json", "parquet", "kafka"] | None = None
     time: str | None = None
     time_unit: TimeUnit | None = None
-    key: str | None = None
+    key: str | list[str] | None = None
     schema_: str | None = Field(default=None, alias="schema")
     stream: bool | None = None
     watermark: str = "1 minute"

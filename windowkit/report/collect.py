@@ -7,6 +7,7 @@ Python.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -49,6 +50,47 @@ def is_empty(df: DataFrame | None) -> bool:
     (True, True, False)
     """
     return df is None or df.isEmpty()
+
+
+@dataclass(frozen=True)
+class ShownKey:
+    """A step's key as the report shows it: one value per key, and the label it goes by.
+
+    A step's ``by`` is a column, a list of them (a composite key) or absent (one global key,
+    the results' ``key`` column); its result and its input hold the key columns under the same
+    names. Build one with :func:`shown_key`.
+    """
+
+    names: tuple[str, ...]
+    keyed: bool
+
+    @property
+    def label(self) -> str:
+        """``router``, ``site, router``, or ``key`` for the global key."""
+        return ", ".join(self.names)
+
+    def column(self) -> Column:
+        """The key as one value: the column itself, or the columns' text joined by ``", "``."""
+        if len(self.names) == 1:
+            return F.col(f"`{self.names[0]}`")
+        return F.concat_ws(", ", *[F.col(f"`{n}`").cast("string") for n in self.names])
+
+    def present(self, df: DataFrame) -> bool:
+        """True when ``df`` holds the key columns (a step's input, say)."""
+        return self.keyed and all(n in df.columns for n in self.names)
+
+
+def shown_key(by: str | list[str] | None) -> ShownKey:
+    """The key of a step whose ``by`` is ``by`` (a name, a list of names or None).
+
+    Examples
+    --------
+    >>> shown_key(["site", "router"]).label, shown_key(None).label, shown_key("pid").keyed
+    ('site, router', 'key', True)
+    """
+    if not by:
+        return ShownKey(("key",), False)
+    return ShownKey((by,) if isinstance(by, str) else tuple(by), True)
 
 
 def top_key(keys: pd.Series, weight: pd.Series | None = None) -> Any:

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from windowkit.core.durations import to_micros
 from windowkit.report import section as sec
-from windowkit.report.collect import series, time_micros, top_key
+from windowkit.report.collect import series, shown_key, time_micros, top_key
 from windowkit.report.figures import (
     BLUE,
     GREY,
@@ -69,12 +69,12 @@ def fill_section(step: StepRun) -> sec.Section:
     if frames is None or data is None:
         return sec.Section(error="the step has no `input` frames or no `data` rows")
     args = step.arguments
-    by, unit = args.get("by"), args.get("time_unit")
+    key, unit = shown_key(args.get("by")), args.get("time_unit")
     counted = frame_counts(frames, step.result, args)
     end = F.coalesce(time_micros(counted, "end", unit), time_micros(counted, "last", unit) + 1)
     # one job: a frame's few columns; the rest is pandas
     per_frame = counted.select(
-        (F.col(by) if by else F.lit(None).cast("string")).alias("key"),
+        (key.column() if key.keyed else F.lit(None).cast("string")).alias("key"),
         time_micros(counted, "start", unit).alias("start"), end.alias("end"),
         F.col(_ROWS).alias("rows")).toPandas()
     rows = per_frame["rows"]
@@ -128,8 +128,9 @@ def frame_counts(frames: DataFrame, filled: DataFrame | None, params: dict[str, 
         # one row per frame already, frames without rows included
         return filled.filter(F.col("status").isin(statuses)).withColumn(
             _ROWS, F.lit(None).cast("long"))
-    by = params.get("by")
-    identity = [c for c in (by, *_FRAME_IDENTITY) if c and c in frames.columns]
+    key = shown_key(params.get("by"))
+    identity = [c for c in (*(key.names if key.keyed else ()), *_FRAME_IDENTITY)
+                if c in frames.columns]
     wanted = frames.filter(F.col("status").isin(statuses))
     if filled is None:
         return wanted.withColumn(_ROWS, F.lit(0).cast("long"))
@@ -216,12 +217,12 @@ def label_rows(middles, widths, rows: int = 3) -> list[int | None]:
 def _figure(step: StepRun, data: DataFrame, per_frame: pd.DataFrame, known: bool = True
             ) -> sec.Figure:
     params = step.arguments
-    by, unit, time = params.get("by"), params.get("time_unit"), params["time"]
+    key, unit, time = shown_key(params.get("by")), params.get("time_unit"), params["time"]
     busiest = None
-    if by:
+    if key.keyed:
         busiest = top_key(per_frame["key"], weight=per_frame["rows"] if known else None)
         per_frame = per_frame[per_frame["key"] == busiest]
-        data = data.filter(F.col(by) == F.lit(busiest))
+        data = data.filter(key.column() == F.lit(busiest))
     before, after = _shift(params, "before"), _shift(params, "after")
     shown = per_frame.sort_values("start", kind="stable").head(MAX_FRAMES)
     lo = shown["start"].to_numpy(dtype="int64") - before
@@ -232,7 +233,7 @@ def _figure(step: StepRun, data: DataFrame, per_frame: pd.DataFrame, known: bool
     table = pd.DataFrame({
         "start": as_datetime(shown["start"]), "end": as_datetime(shown["end"]),
         "lo": as_datetime(lo), "hi": as_datetime(hi)})
-    name = f"{by} = {busiest}" if by else "all keys"
+    name = f"{key.label} = {busiest}" if key.keyed else "all keys"
     title, chosen = f"{name}: {len(table)} frames", "the key with the most frames)"
     if known:
         table["rows"] = shown["rows"].astype("int64").to_numpy()

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from windowkit.report import section as sec
-from windowkit.report.collect import series, time_micros, top_key
+from windowkit.report.collect import ShownKey, series, shown_key, time_micros, top_key
 from windowkit.report.figures import as_datetime, png_of
 from windowkit.report.model import StepRun
 
@@ -45,9 +45,9 @@ def frames_section(step: StepRun) -> sec.Section:
     ([('frames', 1), ('keys', 1), ('total', 2000000)], b'\\x89PNG')
     """
     params = step.arguments
-    key = params.get("by") or "key"
+    key = shown_key(params.get("by"))
     unit = params.get("time_unit")
-    frames = frame_rows(step.result, key, unit)
+    frames = frame_rows(step.result, key.column(), unit)
     stats = frame_stats(frames)
     headlines = frame_headlines(stats)
     if not stats["rows"]:
@@ -59,7 +59,7 @@ def frames_section(step: StepRun) -> sec.Section:
     frames = pd.DataFrame({"start": as_datetime(mine["start"]), "end": as_datetime(mine["end"]),
                            "status": mine["status"].astype(str).to_numpy()})
     readings, label, threshold = _readings(step, key, busiest)
-    name = f"{key} = {busiest}" if params.get("by") else "the stream"
+    name = f"{key.label} = {busiest}" if key.keyed else "the stream"
     title = f"{name}: {int((frames['status'] == 'final').sum())} final frames"
     png = png_of(lambda path: _plot(readings, frames, path, label, threshold, title))
     what = f"{label} of {name}" if len(readings) else f"the frames of {name}"
@@ -72,7 +72,7 @@ def frames_section(step: StepRun) -> sec.Section:
     return sec.Section(headlines, figure)
 
 
-def frame_rows(result: DataFrame | None, key: str, time_unit: str | None = None
+def frame_rows(result: DataFrame | None, key: str | Column, time_unit: str | None = None
                ) -> pd.DataFrame:
     """A frames result as ``key``, ``start``, ``end`` (µs; an open fragment ends after its
     ``last`` row), ``length`` (``end - start``, µs, final frames only) and ``status``, read in
@@ -94,7 +94,8 @@ def frame_rows(result: DataFrame | None, key: str, time_unit: str | None = None
     if "last" in result.columns:
         closed = F.coalesce(end, time_micros(result, "last", time_unit) + 1)
     final = F.col("status") == "final"
-    return result.select(F.col(key).alias("key"), start.alias("start"), closed.alias("end"),
+    key = F.col(key) if isinstance(key, str) else key
+    return result.select(key.alias("key"), start.alias("start"), closed.alias("end"),
                          F.when(final, end - start).alias("length"),
                          F.col("status").cast("string").alias("status")).toPandas()
 
@@ -167,7 +168,7 @@ def series_column(df: DataFrame, params: dict[str, Any], function: str
     return F.col(f"`{named[0]}`").cast("double"), named[0], threshold
 
 
-def _readings(step: StepRun, key: str, busiest: Any) -> tuple[pd.DataFrame, str, float | None]:
+def _readings(step: StepRun, key: ShownKey, busiest: Any) -> tuple[pd.DataFrame, str, float | None]:
     """The busiest key's input series (reduced in Spark if long), its label, its threshold."""
     df = step.inputs.get("input")
     params = step.arguments
@@ -178,8 +179,8 @@ def _readings(step: StepRun, key: str, busiest: Any) -> tuple[pd.DataFrame, str,
     value, label, threshold = series_column(df, params, step.function)
     if value is None:
         return empty, label, None
-    if params.get("by") and key in df.columns:
-        df = df.filter(F.col(key) == F.lit(busiest))
+    if key.present(df):
+        df = df.filter(key.column() == F.lit(busiest))
     rows = series(df, time_micros(df, time, params.get("time_unit")), value)
     return pd.DataFrame({"time": as_datetime(rows["t"]), "value": rows["value"]}), label, threshold
 

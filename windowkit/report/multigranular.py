@@ -16,7 +16,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from windowkit.report import section as sec
-from windowkit.report.collect import MAX_POINTS, time_micros
+from windowkit.report.collect import MAX_POINTS, shown_key, time_micros
 from windowkit.report.figures import as_datetime, drawn, empty_note, subplots, to_png
 from windowkit.report.format import duration_micros, format_duration
 from windowkit.report.model import StepRun
@@ -45,23 +45,23 @@ def multi_granular_section(step: StepRun) -> sec.Section:
     >>> [(h.name, h.value) for h in out.headlines], out.figure.png[:4]
     ([('levels', 2), ('reports', 5), ('keys', 1)], b'\\x89PNG')
     """
-    key = step.arguments.get("by") or "key"
+    key = shown_key(step.arguments.get("by"))
     result = step.result
     columns = [] if result is None else result.columns
     measure = next((c for c in PREFERRED if c in columns),
                    next((c for c in columns if c.startswith("distinct")), None))
-    by = step.arguments.get("by") and key in columns
-    stats = level_stats(result, key, peak=measure if by else None)
+    by = result is not None and key.present(result)
+    stats = level_stats(result, key.column(), peak=measure if by else None)
     headlines = level_headlines(stats)
     if not stats["reports"]:
         return sec.Section(headlines, note="no rows: no report")
     if measure is None:
         return sec.Section(headlines, note="no aggregate column to draw")
     busiest = stats["peak"] if by else None
-    rows = result.filter(F.col(key) == F.lit(busiest)) if by else result
+    rows = result.filter(key.column() == F.lit(busiest)) if by else result
     lines = level_lines(rows, F.col(measure), reduce="max",
                         silent=0.0 if measure in ADDITIVE else None, levels=stats["per_level"])
-    name = f"{key} = {busiest}" if by else "the stream"
+    name = f"{key.label} = {busiest}" if by else "the stream"
     value = step.arguments.get("value")
     ylabel = f"{measure} of {value}" if isinstance(value, str) and measure != "count" else measure
     png = plot_levels(lines, ylabel, f"{ylabel}, {name}, per level",
@@ -91,9 +91,8 @@ def recurring_items_section(step: StepRun) -> sec.Section:
     >>> [h.name for h in out.headlines], out.figure.png[:4]
     (['levels', 'reports', 'keys', 'items'], b'\\x89PNG')
     """
-    key = step.arguments.get("by") or "key"
     result = step.result
-    stats = level_stats(result, key, items="item")
+    stats = level_stats(result, shown_key(step.arguments.get("by")).column(), items="item")
     headlines = level_headlines(stats, items=True)
     if not headlines[1].value:
         return sec.Section(headlines, note="no rows: no item recurred")
@@ -106,7 +105,7 @@ def recurring_items_section(step: StepRun) -> sec.Section:
         caption="How many (key, item) pairs recur at each report of each level"))
 
 
-def level_stats(result: DataFrame | None, key: str, items: str | None = None,
+def level_stats(result: DataFrame | None, key: str | Column, items: str | None = None,
                 peak: str | None = None) -> dict[str, Any]:
     """Levels, reports, keys, distinct ``items`` if named, the first and last report time
     (µs), each level's ``per_level`` row (``level``, ``range``, ``slide``, its first and last
@@ -130,22 +129,23 @@ def level_stats(result: DataFrame | None, key: str, items: str | None = None,
                              "last": None, "peak": None, "per_level": []}
     if result is None:
         return stats
+    key = F.col(key) if isinstance(key, str) else key
     end = time_micros(result, "window_end")
     groups = [c for c in ("level", "range", "slide") if c in result.columns]
     exprs = [F.count(F.lit(1)).alias("n"), F.min(end).alias("lo"), F.max(end).alias("hi")]
     if peak is not None:
         # the smallest (-peak, key): the highest value, ties to the smallest key
-        ranked = F.when(F.col(key).isNotNull() & F.col(peak).isNotNull(),
-                        F.struct((-F.col(peak).cast("double")).alias("v"),
-                                 F.col(key).alias("k")))
+        ranked = F.when(key.isNotNull() & F.col(peak).isNotNull(),
+                        F.struct((-F.col(peak).cast("double")).alias("v"), key.alias("k")))
         exprs.append(F.min(ranked).alias("peak"))
     # one action: per level and key (and item), then per level beside the distinct counts,
     # both read from the same grouped rows (Spark reuses their shuffle: the result is read once)
-    per_key = result.groupBy(*groups, key, *([items] if items else [])).agg(*exprs)
+    per_key = result.groupBy(*groups, key.alias("wk_key"), *([items] if items else [])).agg(
+        *exprs)
     levels = per_key.groupBy(*groups).agg(
         F.sum("n").alias("n"), F.min("lo").alias("lo"), F.max("hi").alias("hi"),
         *([F.min("peak").alias("peak")] if peak is not None else []))
-    distinct = per_key.agg(F.count_distinct(key).alias("keys"), *(
+    distinct = per_key.agg(F.count_distinct("wk_key").alias("keys"), *(
         [F.count_distinct(items).alias("items")] if items else []))
     rows = (levels.withColumn("wk_part", F.lit(0))
             .unionByName(distinct.withColumn("wk_part", F.lit(1)), allowMissingColumns=True)

@@ -13,7 +13,7 @@ import pandas as pd
 from pyspark.sql import functions as F
 
 from windowkit.report import section as sec
-from windowkit.report.collect import time_micros
+from windowkit.report.collect import shown_key, time_micros
 from windowkit.report.figures import BLUE, GREY, ORANGE, as_datetime, drawn, subplots, to_png
 from windowkit.report.format import format_duration
 from windowkit.report.model import StepRun
@@ -49,10 +49,10 @@ def widening_section(step: StepRun) -> sec.Section:
     b'\\x89PNG'
     """
     args = step.arguments
-    key, unit, result = args.get("by") or "key", args.get("time_unit"), step.result
+    key, unit, result = shown_key(args.get("by")), args.get("time_unit"), step.result
     found = pd.DataFrame({c: [] for c in ("key", "first", "last", "detected", "level")})
     if result is not None:  # a row per detection: few, read in one job
-        found = result.select(F.col(key).cast("string").alias("key"),
+        found = result.select(key.column().cast("string").alias("key"),
                               time_micros(result, "first_time", unit).alias("first"),
                               time_micros(result, "last_time", unit).alias("last"),
                               time_micros(result, "detected_at", unit).alias("detected"),
@@ -67,9 +67,9 @@ def widening_section(step: StepRun) -> sec.Section:
         return sec.Section(headlines, note="no rows: nothing detected")
     pdf = (found.sort_values(["detected", "key"], kind="stable").head(MAX_DETECTIONS)
            .reset_index(drop=True))
-    png = plot_detections(pdf, key)
+    png = plot_detections(pdf, key.label)
     return sec.Section(headlines, sec.Figure(
-        png, alt=f"Timeline of {len(pdf)} detections per {key}, and their delay against the "
+        png, alt=f"Timeline of {len(pdf)} detections per {key.label}, and their delay against the "
                  "episode's duration",
         caption="Top: each detected episode (bar: first to last step) and when it was "
                 "detected (dot), one row per key. Bottom: delay (detection − first step) "
