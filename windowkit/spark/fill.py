@@ -243,53 +243,47 @@ def _keys(frames: DataFrame, data: DataFrame, by: KeyLike
     """``by`` resolved on ``data``, and each of its key columns on ``data`` and on ``frames``
     (the column of the name Spark gives it, else its expression evaluated on ``frames``).
 
-    Raises the one-line ``ValueError`` naming what is missing where when a key column
-    resolves on neither or on one of them only.
+    A name either lacks is refused in one line naming what each lacks (checked against their
+    columns: Spark logs every failed analysis, even one caught); a Column that does not
+    resolve on ``data`` fails with Spark's own error, one that does not on ``frames`` in one
+    line.
     """
-    try:
-        key = resolve_key(data, by)  # a ValueError first for a `by` of a wrong type
-    except AnalysisException:
-        key = None
-    if by is None:
-        return key, [], []
-    # (resolve_key has checked every element is a name or a Column)
-    listed = list(by) if isinstance(by, list | tuple) else [by]
+    listed = [] if by is None else list(by) if isinstance(by, list | tuple) else [by]
+    names = [c for c in listed if isinstance(c, str)]
+    lacking = {"frames": [repr(n) for n in names if n not in frames.columns],
+               "data": [repr(n) for n in names if n not in data.columns]}
+    if lacking["frames"] or lacking["data"]:
+        raise ValueError(_missing_key(frames, data, by, lacking))
+    key = resolve_key(data, by)  # a ValueError for a `by` of a wrong type
     on_data = [F.col(c) if isinstance(c, str) else c for c in listed]
-    if key is not None:
-        on_frames = [quoted(name) if name in frames.columns else column
-                     for name, column in zip(key.names, on_data, strict=True)]
-        try:
-            frames.select(*on_frames).schema  # noqa: B018 -- analysed now, not in the job
-            return key, on_data, on_frames
-        except AnalysisException:
-            pass
-    raise ValueError(_missing_key(frames, data, by, listed))
+    on_frames = [quoted(name) if name in frames.columns else column
+                 for name, column in zip(key.names, on_data, strict=True)]
+    try:
+        frames.select(*on_frames).schema  # noqa: B018 -- analysed now, not in the job
+    except AnalysisException:
+        # each named as Spark names it on data
+        lacking["frames"] = [repr(name) for name, column in zip(key.names, on_data,
+                                                                strict=True)
+                             if name not in frames.columns and not _resolves(frames, column)]
+        raise ValueError(_missing_key(frames, data, by, lacking)) from None
+    return key, on_data, on_frames
 
 
 def _missing_key(frames: DataFrame, data: DataFrame, by: KeyLike,
-                 listed: list[str | Column]) -> str:
-    """The one-line error for key columns one of ``frames`` and ``data`` lacks."""
-    lacking: dict[str, list[str]] = {"frames": [], "data": []}
-    for item in listed:
-        column = F.col(item) if isinstance(item, str) else item
-        shown = repr(item) if isinstance(item, str) else str(item)
-        name = _name_on(data, column)
-        if name is None:
-            lacking["data"].append(shown)
-        if (name is None or name not in frames.columns) and _name_on(frames, column) is None:
-            lacking["frames"].append(shown)
+                 lacking: dict[str, list[str]]) -> str:
+    """The one-line error for key columns ``frames`` or ``data`` lacks."""
     where = "; ".join(f"`{side}` lacks {', '.join(items)} (its columns: {df.columns})"
                       for (side, items), df in zip(lacking.items(), (frames, data), strict=True)
                       if items)
     return f"`by` must be a column of both `frames` and `data`; got {by!r}: {where}"
 
 
-def _name_on(df: DataFrame, column: Column) -> str | None:
-    """The name Spark gives ``column`` on ``df``, or None if it does not resolve there."""
+def _resolves(df: DataFrame, column: Column) -> bool:
     try:
-        return df.select(column).schema.fields[0].name
+        df.select(column).schema  # noqa: B018 -- the analysis is the question
     except AnalysisException:
-        return None
+        return False
+    return True
 
 
 def _numbered(prefix: str, columns: list[Column]) -> dict[str, Column]:
