@@ -250,21 +250,25 @@ def _keys(frames: DataFrame, data: DataFrame, by: KeyLike
     """
     listed = [] if by is None else list(by) if isinstance(by, list | tuple) else [by]
     names = [c for c in listed if isinstance(c, str)]
-    lacking = {"frames": [repr(n) for n in names if n not in frames.columns],
-               "data": [repr(n) for n in names if n not in data.columns]}
+    has = {"frames": set(frames.columns), "data": set(data.columns)}
+    lacking = {side: [repr(n) for n in names if n not in columns]
+               for side, columns in has.items()}
     if lacking["frames"] or lacking["data"]:
         raise ValueError(_missing_key(frames, data, by, lacking))
     key = resolve_key(data, by)  # a ValueError for a `by` of a wrong type
     on_data = [F.col(c) if isinstance(c, str) else c for c in listed]
-    on_frames = [quoted(name) if name in frames.columns else column
-                 for name, column in zip(key.names, on_data, strict=True)]
+    own = [name in has["frames"] for name in key.names]  # a column of frames of that name
+    on_frames = [quoted(name) if mine else column
+                 for name, column, mine in zip(key.names, on_data, own, strict=True)]
+    evaluated = [c for c, mine in zip(on_frames, own, strict=True) if not mine]
     try:
-        frames.select(*on_frames).schema  # noqa: B018 -- analysed now, not in the job
+        if evaluated:  # analysed now, not when the job runs
+            frames.select(*evaluated).schema  # noqa: B018
     except AnalysisException:
         # each named as Spark names it on data
-        lacking["frames"] = [repr(name) for name, column in zip(key.names, on_data,
-                                                                strict=True)
-                             if name not in frames.columns and not _resolves(frames, column)]
+        lacking["frames"] = [repr(name) for name, column, mine
+                             in zip(key.names, on_data, own, strict=True)
+                             if not mine and not _resolves(frames, column)]
         raise ValueError(_missing_key(frames, data, by, lacking)) from None
     return key, on_data, on_frames
 
