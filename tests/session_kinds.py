@@ -65,6 +65,27 @@ def syscalls(spark):
         rows, "pid long, time timestamp, call string, fd string, exe string, ret string")
 
 
+def site_frames(spark):
+    """Frames of (site, router) pairs (a string and an int, a composite key) that overlap in
+    time, and filler rows of every pair (and of a pair no frame has) every 7 s, with a row of
+    no router and one of no time: ``(frames, filler)``."""
+    frames, filler = [], []
+    for site in ("a", "b"):
+        for router in (1, 2):
+            for k in range(3):
+                start = T0 + (100 * k + 10 * router) * SECOND
+                frames.append((site, router, len(frames), start, start + 60 * SECOND,
+                               start + 50 * SECOND, "final"))
+    for i, (site, router) in enumerate([(s, r) for s in "abc" for r in (1, 2)] * 50):
+        filler.append((site, router, T0 + 7 * i * SECOND, i))
+    filler += [("a", None, T0 + 120 * SECOND, -1), ("a", 1, None, -2)]
+    frames = spark.createDataFrame(frames, "site string, router int, frame_id long, "
+                                   "start timestamp, end timestamp, last timestamp, "
+                                   "status string")
+    filler = spark.createDataFrame(filler, "site string, router int, t timestamp, v long")
+    return frames, filler
+
+
 def stream_of(spark, frame, folder: str, parts: int = 4):
     """``frame``'s rows (in time order) as ``parts`` Parquet files read one per micro-batch."""
     # Arrow keeps timestamps as instants, whatever the session's time zone
@@ -159,6 +180,41 @@ def fill_chain_stream(spark, folder):
                                  "bytes")
     return run_stream(fill_frames(frames, stream_of(spark, filler, f"{folder}/filler"),
                                   "time", by="router", before="20 seconds"), folder)
+
+
+@case
+def fill_composite_key_batch(spark, folder):
+    """A composite key given as names and Columns, rows and aggregates, rejected rows too."""
+    from pyspark.sql import functions as F
+
+    from windowkit.spark import fill_frames
+
+    frames, filler = site_frames(spark)
+    rows = fill_frames(frames, filler, F.col("t"), by=["site", F.col("router")],
+                       before="10 seconds")
+    counts = fill_frames(frames, filler, "t", by=["site", "router"],
+                         aggregates={"n": F.count("v")})
+    return pd.concat([rows.toPandas().assign(part="rows"),
+                      counts.toPandas().assign(part="counts")])
+
+
+@case
+def fill_composite_key_stream(spark, folder):
+    """Frames of a stream filled from another stream on a key of two columns."""
+    from pyspark.sql import functions as F
+
+    from windowkit.spark import fill_frames, split_rejected, threshold_frames
+
+    def unit(df):  # the router's number: a second key column, an int
+        return df.withColumn("unit", F.regexp_extract("router", "[0-9]+", 0).cast("int"))
+
+    frames, _ = split_rejected(threshold_frames(
+        stream_of(spark, readings(spark), f"{folder}/in"), "time", "loss_rate > 0.003",
+        by="router", min_duration="2 rows", late="1 minute", shards=2))
+    filler = unit(flows(spark).select(F.regexp_replace("src", "s", "r").alias("router"),
+                                      "time", "bytes"))
+    return run_stream(fill_frames(unit(frames), stream_of(spark, filler, f"{folder}/filler"),
+                                  "time", by=["router", "unit"], before="20 seconds"), folder)
 
 
 # --------------------------------------------------------------------------- multi-granular
@@ -297,6 +353,23 @@ def persistent_batch(spark, folder):
 
 
 @case
+def persistent_column_item_batch(spark, folder):
+    """An item and a time given as expressions: the item column named as Spark names it."""
+    from pyspark.sql import functions as F
+
+    from windowkit.spark import exact_persistent_items, persistent_items
+
+    df = flows(spark)
+    time = F.col("time") + F.expr("INTERVAL 0 SECONDS")
+    sketch = persistent_items(df, F.upper("dst"), time, slot="20 seconds", window_slots=6,
+                              alpha=0.5, shards=2)
+    exact = exact_persistent_items(df, F.upper("dst"), time, slot="20 seconds",
+                                   window_slots=6, alpha=0.5)
+    return pd.concat([sketch.toPandas().assign(part="sketch"),
+                      exact.toPandas().assign(part="exact")])
+
+
+@case
 def persistent_stream(spark, folder):
     from windowkit.spark import persistent_items
 
@@ -326,6 +399,22 @@ def error_integer_time_without_unit(spark, folder):
 
     df = spark.createDataFrame([("a", 1)], "item string, t long")
     return persistent_items(df, "item", "t").toPandas()
+
+
+@case
+def error_fill_key_one_side_lacks(spark, folder):
+    from windowkit.spark import fill_frames
+
+    frames, filler = site_frames(spark)
+    return fill_frames(frames.drop("router"), filler, "t", by=["site", "router"]).toPandas()
+
+
+@case
+def error_count_min_site_typo(spark, folder):
+    from windowkit.spark import windowed_count_min
+
+    return windowed_count_min(flows(spark), "dst", "time", window=5, by=["src", "sorc"]
+                              ).toPandas()
 
 
 def run_case(name: str, spark, folder: str) -> pd.DataFrame:

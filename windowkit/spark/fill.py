@@ -27,14 +27,17 @@ again by every micro-batch: its rejected rows are :func:`rejected_filler_rows` o
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import reduce
 from typing import Any
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from windowkit.core.durations import to_micros
 from windowkit.spark.adapter import DETAIL_OUT, REJECTED, row_json
+from windowkit.spark.columns import ColumnLike, quoted
 from windowkit.spark.event_time import (
     EventTime,
     TimeUnit,
@@ -42,16 +45,19 @@ from windowkit.spark.event_time import (
     event_time,
     watermarked,
 )
+from windowkit.spark.keys import Key, KeyLike, resolve_key
 from windowkit.spark.rejected import deprecated_splitter
 
 _LO, _HI, _BUCKET, _T, _FT = "wk_lo", "wk_hi", "wk_bucket", "wk_t", "wk_frame_time"
+#: The key columns of the join, numbered: the frames' and the filler's.
+_FRAME_KEY, _FILLER_KEY = "wk_frame_key_", "wk_filler_key_"
 
 
 def fill_frames(
     frames: DataFrame,
     data: DataFrame,
-    time: str,
-    by: str | None = None,
+    time: ColumnLike,
+    by: KeyLike = None,
     before: str = "30 seconds",
     after: str = "0 seconds",
     aggregates: Mapping[str, Column] | Sequence[Column] | None = None,
@@ -70,12 +76,19 @@ def fill_frames(
         streaming; rows whose status is not in ``statuses`` are ignored.
     data : DataFrame
         The filler rows: the same stream, another stream, or a stored table.
-    time : str
-        The filler's event-time column: a timestamp, ``timestamp_ntz``, date or timestamp
-        string, or an integer with ``time_unit`` (see :mod:`windowkit.spark.event_time`).
-    by : str, optional
-        A key column of both: each frame gets only its own key's rows. None fills every
-        frame with the rows of all keys.
+    time : str or Column
+        The filler's event time, a column name of ``data`` or an expression of its columns:
+        a timestamp, ``timestamp_ntz``, date or timestamp string, or an integer with
+        ``time_unit`` (see :mod:`windowkit.spark.event_time`).
+    by : str, Column or list of them, optional
+        The key: each frame gets only the rows of its own key. A list is a composite key
+        (each frame gets the rows equal to it in every key column). Each key column is
+        evaluated on ``data`` (a Column is an expression of ``data``'s columns); on
+        ``frames`` it is the column of the same name, the name Spark gives it in a
+        ``select`` (``router``, ``lower(host)``: the column a windowkit frames function keyed
+        by the same ``by`` outputs), else the same expression evaluated on ``frames``.
+        A filler row with a null in a key column has no key: it is rejected as
+        ``malformed``. None fills every frame with the rows of all keys.
     before, after : str
         How far the interval reaches before ``start`` and after ``end`` (``"0 seconds"`` for
         none).
@@ -102,8 +115,9 @@ def fill_frames(
     Returns
     -------
     DataFrame
-        The frames' columns (their ``rejected`` and ``detail`` dropped) and the filler's (its
-        ``by`` column dropped; names the frames also have get a ``filler_`` prefix), or with
+        The frames' columns (their ``rejected`` and ``detail`` dropped; they keep their key
+        columns) and the filler's (its columns named as a key column dropped; names the frames
+        also have get a ``filler_`` prefix), or with
         ``aggregates`` the frames' columns and one column per aggregate; then ``rejected``
         (``malformed`` for a filler row with a null key or a null or unparsable time, else
         null) and ``detail`` (that row as JSON). A rejected row has no frame: its other
@@ -120,6 +134,14 @@ def fill_frames(
     ...                   time_unit="s")
     >>> out.select("frame_id", "n", "rejected").collect()
     [Row(frame_id=0, n=3, rejected=None)]
+
+    A key of the filler's own form: ``lower(router)`` is an expression of ``data``, and the
+    frames, which have no column of that name, are keyed by the same expression of theirs:
+
+    >>> upper = bgp.withColumn("router", F.upper("router"))
+    >>> fill_frames(frames, upper, "t", by=F.lower("router"), aggregates={"n": F.count("t")},
+    ...             time_unit="s").select("frame_id", "n").collect()
+    [Row(frame_id=0, n=3)]
     """
     before_us = _micros_or_zero(before, "before")
     after_us = _micros_or_zero(after, "after")
@@ -128,13 +150,12 @@ def fill_frames(
     if missing:
         msg = f"`frames` must have columns start, end, last, status; missing {missing}"
         raise ValueError(msg)
-    if time not in data.columns:
+    if isinstance(time, str) and time not in data.columns:
         msg = f"`time` must be a column of `data`; got {time!r} (columns: {data.columns})"
         raise ValueError(msg)
-    if by is not None and (by not in frames.columns or by not in data.columns):
-        msg = f"`by` must be a column of both `frames` and `data`; got {by!r}"
-        raise ValueError(msg)
+    # time and key resolved on the caller's columns, before a column of windowkit's own
     clock = event_time(data, time, time_unit)
+    key, on_data, on_frames = _keys(frames, data, by)
     check_watermarkable(frames, "frames")
     check_watermarkable(data, "data")
     if data.isStreaming and not frames.isStreaming:
@@ -144,31 +165,32 @@ def fill_frames(
 
     frame_cols = [c for c in frames.columns if c not in (REJECTED, DETAIL_OUT)]
     renamed = {c: f"filler_{c}" for c in data.columns
-               if c in (*frame_cols, REJECTED, DETAIL_OUT) and c != by}
-    filler_cols = [renamed.get(c, c) for c in data.columns if c != by]
+               if c in (*frame_cols, REJECTED, DETAIL_OUT) and c not in key.names}
+    filler_cols = [renamed.get(c, c) for c in data.columns if c not in key.names]
     fr = frames.filter(F.col("status").isin(*statuses)).select(*frame_cols)
     start, end, last = (_micros(frames, c, time_unit) for c in ("start", "end", "last"))
-    fr = fr.withColumn(_LO, start - F.lit(before_us))
-    fr = fr.withColumn(_HI, F.coalesce(end, last + F.lit(1)) + F.lit(after_us))
-    dt = data
+    fr = fr.withColumns({_LO: start - F.lit(before_us),
+                         _HI: F.coalesce(end, last + F.lit(1)) + F.lit(after_us),
+                         **_numbered(_FRAME_KEY, on_frames)})
+    # the key and the time computed before any filler column is renamed
+    dt = data.withColumns({_T: clock.micros(), **_numbered(_FILLER_KEY, on_data)})
     for old, new in renamed.items():
         dt = dt.withColumnRenamed(old, new)
-    dt = dt.withColumn(_T, clock.micros())
-    if by is not None:
-        dt = dt.withColumnRenamed(by, f"wk_by_{by}")
+    dt = dt.drop(*[c for c in key.names if c in data.columns])
+    same_key = _same_key(fr, dt, len(on_data))
 
     if frames.isStreaming and data.isStreaming:
-        joined = _between_join(fr, dt, by, before_us, max_frame_length, late)
+        joined = _between_join(fr, dt, same_key, before_us, max_frame_length, late)
     else:
         if frames.isStreaming:
             fr = _frame_time(fr, frames, late)
-        joined = _bucket_join(fr, dt, by, bucket_us)
+        joined = _bucket_join(fr, dt, same_key, bucket_us)
     filled = _filled(joined, fr, data, frame_cols, filler_cols, aggregates)
     accepted = filled.withColumns({REJECTED: F.lit(None).cast("string"),
                                    DETAIL_OUT: F.lit(None).cast("string")})
     if data.isStreaming != frames.isStreaming:
         return accepted  # a stored table's rejected rows: rejected_filler_rows(data, ...)
-    rejected = _rejected(data, clock, by)
+    rejected = _rejected(data, clock, key)
     return accepted.unionByName(_padded(rejected, filled))
 
 
@@ -176,12 +198,14 @@ def fill_frames(
 split_filled = deprecated_splitter("split_filled")
 
 
-def rejected_filler_rows(data: DataFrame, time: str, by: str | None = None,
+def rejected_filler_rows(data: DataFrame, time: ColumnLike, by: KeyLike = None,
                          time_unit: TimeUnit | None = None) -> DataFrame:
     """The filler rows :func:`fill_frames` sets aside: ``rejected`` and ``detail``.
 
     A stored table filling streaming frames is read again by every micro-batch, so its
-    rejected rows are not repeated in the stream's result: this gives them, once.
+    rejected rows are not repeated in the stream's result: this gives them, once. ``time``
+    and ``by`` are those given to :func:`fill_frames` (names or Columns of ``data``, ``by``
+    a list of them for a composite key).
 
     Examples
     --------
@@ -189,7 +213,8 @@ def rejected_filler_rows(data: DataFrame, time: str, by: str | None = None,
     >>> rejected_filler_rows(bgp, "t", by="router", time_unit="s").collect()
     [Row(rejected='malformed', detail='{"t":130}')]
     """
-    return _rejected(data, event_time(data, time, time_unit), by)
+    clock = event_time(data, time, time_unit)
+    return _rejected(data, clock, resolve_key(data, by))
 
 
 def late_filler_rows(query: Any) -> int:
@@ -213,7 +238,70 @@ def late_filler_rows(query: Any) -> int:
     return total
 
 
-def _bucket_join(fr: DataFrame, dt: DataFrame, by: str | None, bucket_us: int) -> DataFrame:
+def _keys(frames: DataFrame, data: DataFrame, by: KeyLike
+          ) -> tuple[Key, list[Column], list[Column]]:
+    """``by`` resolved on ``data``, and each of its key columns on ``data`` and on ``frames``
+    (the column of the name Spark gives it, else its expression evaluated on ``frames``).
+
+    A name either lacks is refused in one line naming what each lacks (checked against their
+    columns: Spark logs every failed analysis, even one caught); a Column that does not
+    resolve on ``data`` fails with Spark's own error, one that does not on ``frames`` in one
+    line.
+    """
+    listed = [] if by is None else list(by) if isinstance(by, list | tuple) else [by]
+    names = [c for c in listed if isinstance(c, str)]
+    has = {"frames": set(frames.columns), "data": set(data.columns)}
+    lacking = {side: [repr(n) for n in names if n not in columns]
+               for side, columns in has.items()}
+    if lacking["frames"] or lacking["data"]:
+        raise ValueError(_missing_key(frames, data, by, lacking))
+    key = resolve_key(data, by)  # a ValueError for a `by` of a wrong type
+    on_data = [F.col(c) if isinstance(c, str) else c for c in listed]
+    own = [name in has["frames"] for name in key.names]  # a column of frames of that name
+    on_frames = [quoted(name) if mine else column
+                 for name, column, mine in zip(key.names, on_data, own, strict=True)]
+    evaluated = [c for c, mine in zip(on_frames, own, strict=True) if not mine]
+    try:
+        if evaluated:  # analysed now, not when the job runs
+            frames.select(*evaluated).schema  # noqa: B018
+    except AnalysisException:
+        # each named as Spark names it on data
+        lacking["frames"] = [repr(name) for name, column, mine
+                             in zip(key.names, on_data, own, strict=True)
+                             if not mine and not _resolves(frames, column)]
+        raise ValueError(_missing_key(frames, data, by, lacking)) from None
+    return key, on_data, on_frames
+
+
+def _missing_key(frames: DataFrame, data: DataFrame, by: KeyLike,
+                 lacking: dict[str, list[str]]) -> str:
+    """The one-line error for key columns ``frames`` or ``data`` lacks."""
+    where = "; ".join(f"`{side}` lacks {', '.join(items)} (its columns: {df.columns})"
+                      for (side, items), df in zip(lacking.items(), (frames, data), strict=True)
+                      if items)
+    return f"`by` must be a column of both `frames` and `data`; got {by!r}: {where}"
+
+
+def _resolves(df: DataFrame, column: Column) -> bool:
+    try:
+        df.select(column).schema  # noqa: B018 -- the analysis is the question
+    except AnalysisException:
+        return False
+    return True
+
+
+def _numbered(prefix: str, columns: list[Column]) -> dict[str, Column]:
+    return {f"{prefix}{i}": column for i, column in enumerate(columns)}
+
+
+def _same_key(fr: DataFrame, dt: DataFrame, n: int) -> Column | None:
+    """Equal keys of a frame and a filler row, in every key column (None for no key)."""
+    pairs = [fr[f"{_FRAME_KEY}{i}"] == dt[f"{_FILLER_KEY}{i}"] for i in range(n)]
+    return reduce(lambda a, b: a & b, pairs) if pairs else None
+
+
+def _bucket_join(fr: DataFrame, dt: DataFrame, same_key: Column | None, bucket_us: int
+                 ) -> DataFrame:
     """Equi-join on (key, time bucket), then the exact interval."""
     width = F.lit(bucket_us)
     first = F.floor(F.col(_LO) / width)
@@ -221,13 +309,13 @@ def _bucket_join(fr: DataFrame, dt: DataFrame, by: str | None, bucket_us: int) -
     fr = fr.withColumn(_BUCKET, F.explode(F.sequence(first, F.greatest(first, final))))
     dt = dt.withColumn(_BUCKET, F.floor(F.col(_T) / width))
     on = fr[_BUCKET] == dt[_BUCKET]
-    if by is not None:
-        on = on & (fr[by] == dt[f"wk_by_{by}"])
+    if same_key is not None:
+        on = on & same_key
     on = on & (dt[_T] >= fr[_LO]) & (dt[_T] < fr[_HI])
     return fr.join(dt, on, "inner")
 
 
-def _between_join(fr: DataFrame, dt: DataFrame, by: str | None, before_us: int,
+def _between_join(fr: DataFrame, dt: DataFrame, same_key: Column | None, before_us: int,
                   max_frame_length: str, late: str) -> DataFrame:
     """Stream-stream join on the time range; watermarks bound both sides' state."""
     longest = to_micros(max_frame_length, "max_frame_length")
@@ -237,8 +325,8 @@ def _between_join(fr: DataFrame, dt: DataFrame, by: str | None, before_us: int,
         dt = dt.withWatermark("wk_filler_time", late)
     on = (dt["wk_filler_time"] < fr[_FT]) & (
         dt["wk_filler_time"] >= fr[_FT] - F.expr(f"INTERVAL {longest + before_us} MICROSECONDS"))
-    if by is not None:
-        on = on & (fr[by] == dt[f"wk_by_{by}"])
+    if same_key is not None:
+        on = on & same_key
     on = on & (dt[_T] >= fr[_LO]) & (dt[_T] < fr[_HI])
     return fr.join(dt, on, "inner")
 
@@ -278,11 +366,9 @@ def _filled(joined: DataFrame, fr: DataFrame, data: DataFrame, frame_cols: list[
     return counted.unionByName(empty.crossJoin(zero))
 
 
-def _rejected(data: DataFrame, clock: EventTime, by: str | None) -> DataFrame:
+def _rejected(data: DataFrame, clock: EventTime, key: Key) -> DataFrame:
     """The filler rows no frame can take (no key, no time), as ``rejected`` and ``detail``."""
-    bad = clock.micros().isNull()
-    if by is not None:
-        bad = bad | F.col(by).isNull()
+    bad = clock.micros().isNull() | key.missing
     return data.filter(bad).select(F.lit("malformed").alias(REJECTED),
                                    row_json(data).alias(DETAIL_OUT))
 

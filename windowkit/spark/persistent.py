@@ -35,6 +35,7 @@ from windowkit.spark.adapter import (
     row_json,
     run_operator,
 )
+from windowkit.spark.columns import ColumnLike, resolve_column
 from windowkit.spark.event_time import EventTime, TimeUnit, event_time
 from windowkit.spark.rejected import deprecated_splitter
 
@@ -46,8 +47,8 @@ _SLOT = "wk_slot"
 
 def persistent_items(
     df: DataFrame,
-    item: str,
-    time: str | Column,
+    item: ColumnLike,
+    time: ColumnLike,
     slot: str | int | dt.timedelta = "30 seconds",
     window_slots: int = 100,
     alpha: float = 0.5,
@@ -79,12 +80,13 @@ def persistent_items(
     ----------
     df : DataFrame
         The input, batch or streaming.
-    item : str
-        The item column. Integer items travel as int64; other types as strings (the output
-        casts them back to the column's type).
+    item : str or Column
+        The item: a column name or any expression of ``df``'s columns (e.g.
+        ``F.lower("host")``). Integer items travel as int64; other types as strings (the
+        output casts them back to the item's type).
     time : str or Column
-        Event time: a timestamp, ``timestamp_ntz``, date or timestamp string, or an integer
-        with ``time_unit``.
+        Event time, a column name or an expression: a timestamp, ``timestamp_ntz``, date or
+        timestamp string, or an integer with ``time_unit``.
     slot : str, int or datetime.timedelta
         Slot length: ``"30 seconds"``, a ``timedelta`` or microseconds.
     window_slots : int
@@ -120,7 +122,8 @@ def persistent_items(
     DataFrame
         ``window_end_slot`` (long), ``window_start``, ``window_end`` (the window's half-open
         bounds: timestamps, or microseconds when ``time`` is an integer column), the item
-        column, ``estimate`` (double: sampled persistence ``+ epsilon * window_slots / 2``,
+        column (named as Spark names ``item`` in a ``select``: ``ip``, ``lower(host)``, with
+        its type), ``estimate`` (double: sampled persistence ``+ epsilon * window_slots / 2``,
         the expected slots missed before the item was sampled, so an item seen in nearly every
         slot can get more than ``window_slots``), ``status`` (``persistent``), ``rejected``
         (null; ``malformed`` for a null item or time, ``late`` for a streaming row behind the
@@ -166,14 +169,15 @@ def persistent_items(
 
         shards = default_shards(df)
     shards = check_int("shards", shards, 1)
-    item_type = df.schema[item].dataType
+    # resolved on the caller's columns, before the adapter adds its own
+    resolved = resolve_column(df, item, "item")
+    item_type = resolved.type
     integral = isinstance(item_type, T.IntegralType)
     op_kwargs = {"mode": mode, "item_type": "int64" if integral else "string",
                  "delta": delta, "seed": seed, "origin": origin_us}
     # validates the parameters, before any Spark work
     PersistentItemsOperator(alpha, epsilon, window_slots, slot_us, **op_kwargs)
-    item_col = F.col(item)
-    item_value = item_col.cast("long" if integral else "string")
+    item_value = resolved.column.cast("long" if integral else "string")
     clock = event_time(df, time, time_unit)
     micros = clock.micros()
     factory = functools.partial(PersistentItemsOperator, alpha, epsilon, window_slots,
@@ -186,7 +190,7 @@ def persistent_items(
         status = F.when(reason.isNull(), F.lit(REPORTED)).alias("status")
         return ["window_end_slot",
                 *_bounds(F.col("window_end_slot"), slot_us, window_slots, origin_us, clock),
-                F.col(ITEM).cast(item_type).alias(item), "estimate", status,
+                F.col(ITEM).cast(item_type).alias(resolved.name), "estimate", status,
                 reason.alias(REJECTED), DETAIL_OUT]
 
     return run_operator(df, job, time=micros, key=None, shards=shards, late=late,
@@ -195,8 +199,8 @@ def persistent_items(
 
 def exact_persistent_items(
     df: DataFrame,
-    item: str,
-    time: str | Column,
+    item: ColumnLike,
+    time: ColumnLike,
     slot: str | int | dt.timedelta = "30 seconds",
     window_slots: int = 100,
     alpha: float = 0.5,
@@ -230,10 +234,11 @@ def exact_persistent_items(
     Returns
     -------
     DataFrame
-        ``window_end_slot``, ``window_start``, ``window_end``, the item column,
-        ``persistence`` (long), ``status`` (``persistent``), ``rejected`` (null, or
-        ``malformed`` for a row with a null item or a null or unparsable time, never dropped
-        silently, with null item columns) and ``detail`` (the rejected row as JSON).
+        ``window_end_slot``, ``window_start``, ``window_end``, the item column (named as
+        for :func:`persistent_items`), ``persistence`` (long), ``status`` (``persistent``),
+        ``rejected`` (null, or ``malformed`` for a row with a null item or a null or
+        unparsable time, never dropped silently, with null item columns) and ``detail`` (the
+        rejected row as JSON).
 
     Examples
     --------
@@ -245,6 +250,12 @@ def exact_persistent_items(
     >>> [tuple(r) for r in out.select("window_end_slot", "ip", "persistence").orderBy(
     ...     "window_end_slot", "ip").collect()]
     [(1, 'a', 2), (2, 'a', 3), (3, 'a', 3), (3, 'b', 2)]
+
+    An item may be an expression; its column is named as Spark names it:
+
+    >>> exact_persistent_items(df, F.upper("ip"), "t", slot="10 seconds", window_slots=4,
+    ...                        alpha=0.5).columns[3]
+    'upper(ip)'
     """
     slot_us, _ = _check(slot, window_slots, alpha, None, sliding)
     if df.isStreaming:
@@ -252,11 +263,13 @@ def exact_persistent_items(
         raise ValueError(msg)
     need = max(1, math.ceil(round(alpha * window_slots, 9)))
     origin_us = origin_micros(origin)
+    resolved = resolve_column(df, item, "item")
     clock = event_time(df, time, time_unit)
     micros = clock.micros()
-    usable = F.col(item).isNotNull() & micros.isNotNull()
+    usable = resolved.column.isNotNull() & micros.isNotNull()
     pairs = (df.where(usable)
-             .select(F.col(item).alias(ITEM), _slot_index(micros, slot_us, origin_us).alias(_SLOT))
+             .select(resolved.column.alias(ITEM),
+                     _slot_index(micros, slot_us, origin_us).alias(_SLOT))
              .distinct())
     n = F.lit(window_slots)
     if not sliding:
@@ -281,7 +294,7 @@ def exact_persistent_items(
             F.explode(F.sequence(F.col("c"), upto)).alias("window_end_slot"), ITEM, F.col("p"))
     bounds = _bounds(F.col("window_end_slot"), slot_us, window_slots, origin_us, clock)
     reported = out.select(
-        "window_end_slot", *bounds, F.col(ITEM).alias(item),
+        "window_end_slot", *bounds, F.col(ITEM).alias(resolved.name),
         F.col("p").cast("long").alias("persistence"), F.lit(REPORTED).alias("status"),
         F.lit(None).cast("string").alias(REJECTED), F.lit(None).cast("string").alias(DETAIL_OUT))
     original = row_json(df, own_only=False)

@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from windowkit.core.durations import origin_micros, to_micros
 from windowkit.core.validation import check_in_range, check_int
 from windowkit.report.format import format_duration
+from windowkit.spark.columns import resolve_column
 from windowkit.spark.event_time import EventTime, TimeUnit, event_time
 from windowkit.techniques import step_functions
 
@@ -46,7 +47,8 @@ class TimeOutliers:
     Attributes
     ----------
     column : str
-        The time column.
+        The time column's name (an expression's as Spark names it, e.g.
+        ``timestamp_seconds(s)``).
     newest : int
         The newest time.
     percentile : int
@@ -118,9 +120,9 @@ def check_time_outliers(
     df : DataFrame
         A batch DataFrame.
     time : str or Column
-        The event time: timestamp, ``timestamp_ntz``, date, timestamp string, or an integer
-        with ``time_unit`` (as every windowkit function reads it); rows without a time are
-        left out.
+        The event time, a column name or an expression of ``df``'s columns: timestamp,
+        ``timestamp_ntz``, date, timestamp string, or an integer with ``time_unit`` (as every
+        windowkit function reads it); rows without a time are left out.
     window : str, int or timedelta
         The window's length (``"7 days"``, a ``timedelta`` or µs); a whole number of
         ``slot``.
@@ -160,6 +162,8 @@ def check_time_outliers(
     (1, 3001)
     >>> check_time_outliers(days, "s", "1 day", time_unit="s") is None
     True
+    >>> check_time_outliers(df, F.timestamp_seconds("s"), "1 day").column
+    'timestamp_seconds(s)'
     """
     if df.isStreaming:
         msg = ("`df` must be a batch DataFrame: a stream's watermark decides its windows, "
@@ -173,6 +177,7 @@ def check_time_outliers(
     tolerance_us = window_us if tolerance is None else to_micros(tolerance, "tolerance")
     check_in_range("quantile", quantile, 0, 1, low_open=True, high_open=True)
     origin_us = origin_micros(origin)
+    name = resolve_column(df, time, "time").name  # Spark's error for a name df lacks
     clock = event_time(df, time, time_unit)
     micros = clock.micros()
     stats = df.agg(F.percentile_approx(micros, float(quantile), _ACCURACY).alias("p"),
@@ -185,7 +190,6 @@ def check_time_outliers(
     in_window = micros >= F.lit(cutoff)
     pushed = clock.at_least(cutoff)
     recent = df.filter(in_window if pushed is None else pushed & in_window).count()
-    name = time if isinstance(time, str) else str(time)
     return TimeOutliers(name, newest, int(stats["p"]), float(quantile), window_us,
                         tolerance_us, int(stats["rows"]), int(recent), clock)
 

@@ -25,10 +25,10 @@ from windowkit.core.sketches._hashing import spark_multipliers
 from windowkit.core.sketches.count_min import estimate_counts
 from windowkit.core.validation import check_in_range
 from windowkit.spark.adapter import REJECTED
+from windowkit.spark.columns import ColumnLike, quoted, resolve_column
 from windowkit.spark.countmin.merge import require_batch
 from windowkit.spark.countmin.sites import ITEM_KEY, SHARD, item_key
 from windowkit.spark.countmin.snapshots import SNAPSHOT_COLUMNS, latest_snapshots
-from windowkit.spark.event_time import column_type
 
 #: Coordinator states replayed by one Spark group of :func:`heavy_hitters` (at least; twice the
 #: shards when there are more, so that a range's starting matrices never outnumber its own).
@@ -51,7 +51,7 @@ def _sketch_bytes(sketch: bytes | CountMin) -> bytes:
 def estimate_frequency(
     sketch: bytes | CountMin | DataFrame,
     items: DataFrame,
-    item: str,
+    item: ColumnLike,
     name: str = "estimate",
 ) -> DataFrame:
     """Add the estimated window frequency of each row's item, from a merged sketch.
@@ -70,8 +70,9 @@ def estimate_frequency(
         or several fails the query that reads the result.
     items : DataFrame
         Rows to annotate (batch or streaming).
-    item : str
-        The item column, of the same kind of values as the sketched column (integers are
+    item : str or Column
+        The item: a column name of ``items`` or an expression of its columns (e.g.
+        ``F.lower("host")``), of the same kind of values as the sketched items (integers are
         compared as integers, anything else as strings).
     name : str
         The new column's name.
@@ -79,7 +80,8 @@ def estimate_frequency(
     Returns
     -------
     DataFrame
-        ``items`` plus a ``long`` column ``name``.
+        ``items`` (its own columns: an expression ``item`` adds none) plus a ``long`` column
+        ``name``.
 
     Examples
     --------
@@ -90,14 +92,16 @@ def estimate_frequency(
     >>> [tuple(r) for r in estimate_frequency(merged, q, "item").collect()]
     [(5, 2), (7, 1), (8, 0), (None, None)]
     """
-    key = item_key(item, column_type(items, item))
+    resolved = resolve_column(items, item, "item")
+    key = item_key(resolved.column, resolved.type)
+    present = resolved.column.isNotNull()
     if isinstance(sketch, DataFrame):
         require_batch(sketch, "sketch")
         matrix = F.broadcast(_decoded_matrix(sketch))
         joined = items.crossJoin(matrix)
         estimate = _jvm_estimate(key)
-        return joined.select(*[F.col(f"`{c}`") for c in items.columns],
-                             F.when(F.col(item).isNotNull(), estimate).alias(name))
+        return joined.select(*[quoted(c) for c in items.columns],
+                             F.when(present, estimate).alias(name))
     blob = _sketch_bytes(sketch)
 
     @F.pandas_udf("long")
@@ -105,7 +109,7 @@ def estimate_frequency(
         cm = _decoded(blob)
         return pd.Series(cm.estimate(keys.to_numpy().astype(np.int64)), index=keys.index)
 
-    return items.withColumn(name, F.when(F.col(item).isNotNull(), _estimate(key)))
+    return items.withColumn(name, F.when(present, _estimate(key)))
 
 
 @functools.lru_cache(maxsize=8)
@@ -215,7 +219,7 @@ def heavy_hitters(
     snapshots: DataFrame,
     candidates: DataFrame | list[Any],
     phi: float,
-    item: str = "item",
+    item: ColumnLike = "item",
     *,
     latest: bool = False,
 ) -> DataFrame:
@@ -241,8 +245,11 @@ def heavy_hitters(
         list of values.
     phi : float
         In (0, 1].
-    item : str
-        The candidates' column (and the output's item column name).
+    item : str or Column
+        The candidates' item: a column name, or with a DataFrame of candidates any
+        expression of its columns (e.g. ``F.lower("host")``). The output's item column is
+        named as Spark names it in a ``select`` (``item``, ``lower(host)``); with a list of
+        candidates it is a name, that of the output's column.
     latest : bool
         Only the final view.
 
@@ -251,7 +258,8 @@ def heavy_hitters(
     DataFrame
         ``view`` (coordinator state number, from 0), ``time``, ``window_start`` and
         ``window_end`` (the window of the snapshot that produced the view), ``shard`` (whose
-        snapshot produced the view), ``item``, ``estimate``, ``window_count``, ``threshold``.
+        snapshot produced the view), the item column (see ``item``), ``estimate``,
+        ``window_count``, ``threshold``.
 
     Examples
     --------
@@ -266,14 +274,21 @@ def heavy_hitters(
     require_batch(snapshots, "snapshots")
     spark = snapshots.sparkSession
     if isinstance(candidates, DataFrame):
-        cand = candidates.select(item).dropna().distinct()
+        resolved = resolve_column(candidates, item, "item")
+        column = resolved.name
+        cand = candidates.select(resolved.column.alias(column)).dropna().distinct()
     else:
+        if not isinstance(item, str):
+            msg = (f"`item` must be a column name when `candidates` is a list (it names the "
+                   f"output's item column); got {item!r} ({type(item).__name__})")
+            raise ValueError(msg)
+        column = item
         values = [v for v in candidates if v is not None]
         if not values:
             msg = "`candidates` must hold at least one non-null item"
             raise ValueError(msg)
-        cand = spark.createDataFrame([(v,) for v in dict.fromkeys(values)], [item])
-    cand = cand.withColumn(ITEM_KEY, item_key(item, cand.schema[item].dataType))
+        cand = spark.createDataFrame([(v,) for v in dict.fromkeys(values)], [column])
+    cand = cand.withColumn(ITEM_KEY, item_key(quoted(column), cand.schema[column].dataType))
     keys = cand.agg(F.sort_array(F.collect_list(ITEM_KEY)).alias("wk_keys"))
     groups, times = replay_groups(snapshots, keys, latest=latest)
     schema = T.StructType([
@@ -289,8 +304,8 @@ def heavy_hitters(
 
     views = groups.groupBy("wk_range").applyInPandas(replay, schema)
     out = views.join(F.broadcast(cand), ITEM_KEY).join(times, "wk_order")
-    return out.select("view", "time", "window_start", "window_end", "shard", item, "estimate",
-                      "window_count", "threshold")
+    return out.select("view", "time", "window_start", "window_end", "shard", quoted(column),
+                      "estimate", "window_count", "threshold")
 
 
 def replay_groups(snapshots: DataFrame, keys: DataFrame, *, latest: bool = False

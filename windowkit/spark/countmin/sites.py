@@ -17,6 +17,7 @@ from pyspark.sql import types as T
 
 from windowkit.core.validation import check_int
 from windowkit.spark.event_time import TimeUnit, column_type, event_time
+from windowkit.spark.keys import KeyLike, resolve_key
 
 DEFAULT_SHARDS = 4
 """Sites when ``shards`` is not given: a constant, so results never depend on the machine."""
@@ -81,7 +82,7 @@ def count_min_sites(
     df: DataFrame,
     item: str | Column,
     time: str | Column | None = None,
-    by: str | Column | None = None,
+    by: KeyLike = None,
     shards: int | None = None,
     *,
     unit: Literal["samples", "ticks"] = "samples",
@@ -91,10 +92,12 @@ def count_min_sites(
     ``position``.
 
     * ``shard``: the DistCM site of the row, in ``[0, shards)``: ``pmod(xxhash64(by), shards)``
-      if ``by`` is given; else, for ``unit="samples"``, its position in the stream modulo
-      ``shards`` (round robin, as a load balancer would spread the stream; a rejected row with
-      no position goes to site 0; sequence numbers that all share a factor with ``shards``
-      use only some sites, which costs Splitter and streams parallelism, never accuracy), and
+      if ``by`` is given (a column name, a Column, or a list of them: the hash of the text
+      :mod:`windowkit.spark.keys` writes the composite key as); else, for
+      ``unit="samples"``, its position in the stream modulo ``shards`` (round robin, as a
+      load balancer would spread the stream; a rejected row with no position goes to site 0;
+      sequence numbers that all share a factor with ``shards`` use only some sites, which
+      costs Splitter and streams parallelism, never accuracy), and
       for ``unit="ticks"`` ``pmod(xxhash64(position), shards)`` (rows at the same instant
       share a site). Deterministic: the same rows give the same sites whatever the
       partitioning.
@@ -122,11 +125,14 @@ def count_min_sites(
 
 
 def _prepare(
-    df: DataFrame, item: str | Column, time: str | Column | None, by: str | Column | None,
+    df: DataFrame, item: str | Column, time: str | Column | None, by: KeyLike,
     shards: int, unit: str, time_unit: str | None,
 ) -> tuple[DataFrame, Column, Column]:
     """``(df with the µs step column _POS, item_key, shard)``; see :func:`count_min_sites`."""
+    # every column resolved on the caller's columns, before a column of windowkit's own is
+    # added: Spark's "did you mean" for a typo then lists the caller's columns only
     key = item_key(item, column_type(df, item))
+    site_key = None if by is None else resolve_key(df, by)
     if unit == "ticks":
         if time is None:
             msg = "`time` is required with unit='ticks'"
@@ -164,7 +170,9 @@ def _prepare(
         # rows at one instant share a site; instants spread evenly
         site = F.pmod(F.xxhash64(F.col(_POS)), F.lit(shards))
     else:
-        site = F.pmod(item_key(by, column_type(df, by)), F.lit(shards))
+        # one key column hashes as an item of its type; a composite one as its text
+        shipped = site_key.types[0] if len(site_key.names) == 1 else T.StringType()
+        site = F.pmod(item_key(site_key.value, shipped), F.lit(shards))
     return df, key, site.cast("int")
 
 

@@ -45,6 +45,7 @@ from windowkit.spark.countmin.sites import (
     _prepare,
 )
 from windowkit.spark.event_time import TimeUnit, event_time
+from windowkit.spark.keys import KeyLike
 
 SNAPSHOT_COLUMNS = ["shard", "seq", "n_seen", "time", "window_start", "window_end", "sketch"]
 
@@ -60,7 +61,7 @@ def windowed_count_min(
     algorithm: Algorithm = "splitter",
     epsilon: float = DEFAULT_EPSILON,
     delta: float = DEFAULT_DELTA,
-    by: str | Column | None = None,
+    by: KeyLike = None,
     shards: int | None = None,
     snapshot_every: int | None = None,
     late: str | None = "1 minute",
@@ -101,8 +102,9 @@ def windowed_count_min(
     epsilon, delta : float
         In (0, 1): ``ceil(e / epsilon)`` columns and ``ceil(log2(1 / delta))`` rows
         (defaults 0.01 and 0.25, the CLI's too).
-    by : str or Column, optional
-        Site id column (the paper's nodes): rows are routed to ``pmod(xxhash64(by), shards)``.
+    by : str, Column or list of them, optional
+        Site id column (the paper's nodes): rows are routed to ``pmod(xxhash64(by), shards)``;
+        a list of columns is one site id made of all of them (e.g. ``["region", "router"]``).
         It decides where rows are sketched, not the window.
     shards : int, optional
         Number of sites ``k`` (default :data:`DEFAULT_SHARDS`); each runs in its own Spark

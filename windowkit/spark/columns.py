@@ -1,0 +1,112 @@
+"""A value column (an item, a time) as ``pyspark.sql.functions`` takes one: a name or a
+``Column``.
+
+Like a grouping key (:mod:`windowkit.spark.keys`), the column is resolved once, on the
+caller's DataFrame, before windowkit adds a column of its own: a name that is not there fails
+with Spark's own error, whose "did you mean" lists the caller's columns only. An output
+column that carries it back is named as Spark names it in a ``select`` (``"ip"``,
+``"lower(host)"``) and has its type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+#: What a function's item or time parameter takes.
+ColumnLike = str | Column
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A column resolved on a DataFrame: build one with :func:`resolve_column`.
+
+    Attributes
+    ----------
+    column : Column
+        The column or expression, to use on that DataFrame (or one derived from it that
+        keeps its columns).
+    name : str
+        The name Spark gives it in a ``select``: the output column's name.
+    type : DataType
+        Its type.
+    """
+
+    column: Column
+    name: str
+    type: T.DataType
+
+    @property
+    def output(self) -> Column:
+        """The column of that name in a DataFrame that holds it (the name quoted, so one such
+        as ``lower(host)`` or ``a.b`` is read as it is).
+
+        Examples
+        --------
+        >>> df = spark.createDataFrame([("A",)], "host string")
+        >>> item = resolve_column(df, F.lower("host"), "item")
+        >>> df.select(item.column).select(item.output).first()
+        Row(lower(host)='a')
+        """
+        return quoted(self.name)
+
+
+def resolve_column(df: DataFrame, column: ColumnLike, param: str) -> Resolved:
+    """``column`` (a name of ``df``, or a ``Column`` over its columns) resolved on ``df``.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The caller's input, before any column of windowkit's own is added (Spark's error for
+        a name it lacks then suggests only the caller's columns).
+    column : str or Column
+        A name (as ``F.col`` reads it) or any expression of ``df``'s columns.
+    param : str
+        The parameter's name, for errors.
+
+    Returns
+    -------
+    Resolved
+
+    Raises
+    ------
+    ValueError
+        ``column`` of another type.
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([("A", 1)], "host string, n int")
+    >>> item = resolve_column(df, F.lower("host"), "item")
+    >>> item.name, item.type.simpleString()
+    ('lower(host)', 'string')
+    >>> resolve_column(df, "n", "item").type
+    IntegerType()
+    >>> resolve_column(df, ["host"], "item")
+    Traceback (most recent call last):
+    ...
+    ValueError: `item` must be a column name or a Column; got ['host'] (list)
+    """
+    if not isinstance(column, str | Column):
+        msg = (f"`{param}` must be a column name or a Column; got {column!r} "
+               f"({type(column).__name__})")
+        raise ValueError(msg)
+    if isinstance(column, str) and column in df.columns:
+        # a plain name: the DataFrame's cached schema, no analysis
+        return Resolved(quoted(column), column, df.schema[column].dataType)
+    expr = F.col(column) if isinstance(column, str) else column
+    field = df.select(expr).schema.fields[0]  # Spark's own error for a name df lacks
+    return Resolved(expr, field.name, field.dataType)
+
+
+def quoted(name: str) -> Column:
+    """The column named ``name`` exactly (``F.col`` would read ``a.b`` as a field of ``a``).
+
+    Examples
+    --------
+    >>> spark.createDataFrame([(1,)], "`a.b` int").select(quoted("a.b")).columns
+    ['a.b']
+    """
+    return F.col("`" + name.replace("`", "``") + "`")
