@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from windowkit.core.durations import TIME_UNITS, TimeUnit
+from windowkit.spark.columns import resolve_column
 
 __all__ = ["TIME_UNITS", "EventTime", "TimeUnit", "check_watermarkable", "column_type",
            "event_time", "watermarked"]
@@ -185,10 +186,7 @@ def column_type(df: DataFrame, column: str | Column) -> T.DataType:
     >>> column_type(df, "t"), column_type(df, F.col("t").cast("string"))
     (LongType(), StringType())
     """
-    if isinstance(column, str) and column in df.columns:
-        return df.schema[column].dataType
-    expr = F.col(column) if isinstance(column, str) else column
-    return df.select(expr).schema.fields[0].dataType
+    return resolve_column(df, column, "column").type
 
 
 def event_time(df: DataFrame, time: str | Column, time_unit: str | None = None) -> EventTime:

@@ -256,7 +256,7 @@ def _keys(frames: DataFrame, data: DataFrame, by: KeyLike
     if lacking["frames"] or lacking["data"]:
         raise ValueError(_missing_key(frames, data, by, lacking))
     key = resolve_key(data, by)  # a ValueError for a `by` of a wrong type
-    on_data = [F.col(c) if isinstance(c, str) else c for c in listed]
+    on_data = list(key.columns)
     own = [name in has["frames"] for name in key.names]  # a column of frames of that name
     on_frames = [quoted(name) if mine else column
                  for name, column, mine in zip(key.names, on_data, own, strict=True)]

@@ -53,6 +53,8 @@ class Key:
         True where the row has no key (a null in any key column).
     plain : str or None
         The input column that is the key as it is (a single key given by name), else None.
+    columns : tuple of Column
+        Each key column's expression, on the DataFrame the key was resolved on.
     """
 
     names: tuple[str, ...]
@@ -60,6 +62,7 @@ class Key:
     value: Column
     missing: Column
     plain: str | None = None
+    columns: tuple[Column, ...] = ()
 
     @property
     def integral(self) -> bool:
@@ -153,10 +156,10 @@ def resolve_key(df: DataFrame, by: KeyLike, param: str = "by") -> Key:
     missing = reduce(lambda a, b: a | b, [c.isNull() for c in columns])
     if len(columns) == 1:
         plain = items[0] if isinstance(items[0], str) and items[0] in df.columns else None
-        return Key(names, types, columns[0], missing, plain)
+        return Key(names, types, columns[0], missing, plain, tuple(columns))
     value = F.to_json(F.struct(*[c.alias(n) for c, n in zip(columns, names, strict=True)]),
                       _JSON_OPTIONS)
-    return Key(names, types, value, missing)
+    return Key(names, types, value, missing, columns=tuple(columns))
 
 
 def key_names(df: DataFrame, by: KeyLike, param: str = "by") -> list[str]:
