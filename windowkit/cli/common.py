@@ -290,6 +290,20 @@ def key_columns(text: str) -> str | list[str]:
     return names[0] if len(names) == 1 else names
 
 
+def named_columns(value: object) -> list[str]:
+    """The column names an option or a parameter gives: one name, a list of them (a composite
+    key), or none (anything else is not a name, an expression say).
+
+    Examples
+    --------
+    >>> named_columns("router"), named_columns(["site", "router"]), named_columns(None)
+    (['router'], ['site', 'router'], [])
+    """
+    if isinstance(value, str):
+        return [value]
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
 def check_columns(info: InputInfo, **options: str | list[str] | None) -> None:
     """Raise if an option names a column the input does not have (with close matches); an
     option may name several (a composite ``--by``).
@@ -305,7 +319,7 @@ def check_columns(info: InputInfo, **options: str | list[str] | None) -> None:
     if info.columns is None:
         return
     for option, named in options.items():
-        for column in [named] if isinstance(named, str) else named or []:
+        for column in named_columns(named):
             if column not in info.columns:
                 raise ValueError(missing_column("`--" + option.replace("_", "-") + "`", column,
                                                 info))

@@ -159,18 +159,20 @@ def _plot(spark, df, args: argparse.Namespace, reports_path: str) -> None:
     drawn as the report draws its levels (legend: each level's range / slide)."""
     from pyspark.sql import functions as F
 
+    from windowkit.report.collect import shown_key
     from windowkit.report.figures import subplots, to_png
     from windowkit.report.multigranular import PREFERRED, draw_levels, level_label
 
     reports = common.read_written(spark, reports_path, args.output_format)
-    names = ["key"] if args.by is None else [args.by] if isinstance(args.by, str) else args.by
+    names = shown_key(args.by).names
     busiest = reports.groupBy(*names).count().orderBy(F.desc("count"), *names).first()
-    same_key = [F.col(name).eqNullSafe(busiest[name]) for name in names]
-    mine = reports.filter(functools.reduce(operator.and_, same_key))
+    same_key = functools.reduce(operator.and_, [F.col(name).eqNullSafe(busiest[name])
+                                                for name in names])
+    mine = reports.filter(same_key)
     series = mine.select("level", "range", "slide", F.unix_micros("window_end").alias("t"),
                          *[c for c in PREFERRED if c in mine.columns]).toPandas()
     column = "mean" if "mean" in series else next(c for c in PREFERRED if c in series)
-    raw = df if args.by is None else df.filter(functools.reduce(operator.and_, same_key))
+    raw = df if args.by is None else df.filter(same_key)
     raw = raw.select(args.time, args.value).orderBy(args.time).limit(20_000).toPandas()
     lines = {level_label(g["range"].iloc[0], g["slide"].iloc[0]):
              g.sort_values("t").rename(columns={column: "value"})[["t", "value"]]

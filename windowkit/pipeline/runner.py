@@ -34,6 +34,7 @@ from windowkit.cli.common import (
     inspect_input,
     is_remote,
     missing_column,
+    named_columns,
     read_with,
 )
 from windowkit.cli.expressions import check_sql
@@ -214,8 +215,7 @@ def _check_source(pipeline: Pipeline, name: str, source: SourceSection,
     if source.schema_ is not None:
         info = _with_schema(info, source.schema_)
     for attribute in ("time", "key"):
-        named = getattr(source, attribute)
-        for column in [named] if isinstance(named, str) else named or []:
+        for column in named_columns(getattr(source, attribute)):
             if info.columns is not None and column not in info.columns:
                 raise _missing_column(pipeline.where("sources", name, attribute), attribute,
                                       column, info)
@@ -281,10 +281,8 @@ def _check_step_columns(pipeline: Pipeline, step: Step, infos: dict[str, InputIn
                    f"{info.path} does not have; its columns: {', '.join(info.columns)}")
             raise PipelineError(msg)
     for param in function.columns:
-        named = step.params.get(param)
-        for column in named if isinstance(named, list) else [named]:
-            if (isinstance(column, str) and _IDENTIFIER.match(column)
-                    and column not in info.columns):
+        for column in named_columns(step.params.get(param)):
+            if _IDENTIFIER.match(column) and column not in info.columns:
                 raise _missing_column(pipeline.where("steps", step.name, param), param, column,
                                       info)
 

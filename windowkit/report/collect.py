@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from windowkit.report.figures import DPI, WIDTH
+from windowkit.spark.columns import quoted
 from windowkit.spark.event_time import event_time
 
 #: The most points one line of a figure gets, a point per pixel of the figure's width;
@@ -72,8 +73,8 @@ class ShownKey:
     def column(self) -> Column:
         """The key as one value: the column itself, or the columns' text joined by ``", "``."""
         if len(self.names) == 1:
-            return F.col(f"`{self.names[0]}`")
-        return F.concat_ws(", ", *[F.col(f"`{n}`").cast("string") for n in self.names])
+            return quoted(self.names[0])
+        return F.concat_ws(", ", *[quoted(n).cast("string") for n in self.names])
 
     def present(self, df: DataFrame) -> bool:
         """True when ``df`` holds the key columns (a step's input, say)."""

@@ -487,8 +487,10 @@ def _output_columns(job: OperatorJob, returned: T.StructType, derived: dict[str,
     # int64 µs from Python, back to what the user's time is, or to intervals
     restore = {"timestamp": clock.restore, "duration": _interval}
     sent = {field.name for field in returned.fields}
+    metadata = {NO_WATERMARK_METADATA: True} if unwatermarked else None
+    keys = key.restored(F.col(KEY), metadata) if KEY in kinds else []
     columns: dict[str, Column | str] = {}
-    for name in [n for n, _ in job.schema] + [SHARD_OUT, REJECTED, DETAIL_OUT]:
+    for name in [n for n, _ in job.schema if n != KEY] + [SHARD_OUT, REJECTED, DETAIL_OUT]:
         kind = kinds.get(name)
         if name in sent:
             column = F.col(name) if kind in restore else name
@@ -504,17 +506,9 @@ def _output_columns(job: OperatorJob, returned: T.StructType, derived: dict[str,
             column = name
         elif kind in restore:
             column = restore[kind](column)
-        if unwatermarked:  # on every column: a user keeps some of them
-            column = F.col(column) if isinstance(column, str) else column
-            column = column.alias(name, metadata={NO_WATERMARK_METADATA: True})
+        if metadata:  # on every column: a user keeps some of them
+            column = as_column(column).alias(name, metadata=metadata)
         columns[name] = column
-    keys = []
-    if KEY in columns:
-        del columns[KEY]
-        keys = key.restored(F.col(KEY))
-        if unwatermarked:
-            keys = [c.alias(n, metadata={NO_WATERMARK_METADATA: True})
-                    for c, n in zip(keys, key.names or (KEY,), strict=True)]
     if project is None:
         return [*keys, *[named(name, column) for name, column in columns.items()]]
     return [*keys, *project(columns)]

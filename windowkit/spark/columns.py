@@ -39,20 +39,6 @@ class Resolved:
     name: str
     type: T.DataType
 
-    @property
-    def output(self) -> Column:
-        """The column of that name in a DataFrame that holds it (the name quoted, so one such
-        as ``lower(host)`` or ``a.b`` is read as it is).
-
-        Examples
-        --------
-        >>> df = spark.createDataFrame([("A",)], "host string")
-        >>> item = resolve_column(df, F.lower("host"), "item")
-        >>> df.select(item.column).select(item.output).first()
-        Row(lower(host)='a')
-        """
-        return quoted(self.name)
-
 
 def resolve_column(df: DataFrame, column: ColumnLike, param: str) -> Resolved:
     """``column`` (a name of ``df``, or a ``Column`` over its columns) resolved on ``df``.

@@ -45,7 +45,7 @@ from windowkit.spark.event_time import (
     event_time,
     watermarked,
 )
-from windowkit.spark.keys import Key, KeyLike, resolve_key
+from windowkit.spark.keys import Key, KeyLike, key_items, resolve_key
 from windowkit.spark.rejected import deprecated_splitter
 
 _LO, _HI, _BUCKET, _T, _FT = "wk_lo", "wk_hi", "wk_bucket", "wk_t", "wk_frame_time"
@@ -248,8 +248,7 @@ def _keys(frames: DataFrame, data: DataFrame, by: KeyLike
     resolve on ``data`` fails with Spark's own error, one that does not on ``frames`` in one
     line.
     """
-    listed = [] if by is None else list(by) if isinstance(by, list | tuple) else [by]
-    names = [c for c in listed if isinstance(c, str)]
+    names = [c for c in key_items(by) if isinstance(c, str)]
     has = {"frames": set(frames.columns), "data": set(data.columns)}
     lacking = {side: [repr(n) for n in names if n not in columns]
                for side, columns in has.items()}

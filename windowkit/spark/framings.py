@@ -33,7 +33,7 @@ from windowkit.core.frames._engine import SequenceFramer, SequenceFrameSpec
 from windowkit.spark.adapter import OperatorJob, run_operator
 from windowkit.spark.event_time import TimeUnit, event_time
 from windowkit.spark.frames import frames_projection
-from windowkit.spark.keys import KeyLike
+from windowkit.spark.keys import KeyLike, key_items
 
 
 def boundary_frames(
@@ -271,7 +271,7 @@ def longest_frame(frames: DataFrame, by: str | None = None) -> DataFrame:
     final = frames.filter(F.col("status") == "final")
     length = _as_long(final, "last") - _as_long(final, "start")
     final = final.withColumn("wk_length", length)
-    keys = [] if by is None else [by] if isinstance(by, str | Column) else list(by)
+    keys = key_items(by)
     window = Window.partitionBy(*keys) if keys else Window.partitionBy(F.lit(0))
     best = final.withColumn("wk_best", F.max("wk_length").over(window))
     return best.filter(F.col("wk_length") == F.col("wk_best")).drop("wk_length", "wk_best")

@@ -83,8 +83,9 @@ class Key:
         value = F.col(column) if isinstance(column, str) else column
         return replace(self, value=value, missing=value.isNull(), plain=None)
 
-    def restored(self, shipped: Column) -> list[Column]:
-        """The output's key columns from the value the key travelled as (text, or a long).
+    def restored(self, shipped: Column, metadata: dict | None = None) -> list[Column]:
+        """The output's key columns from the value the key travelled as (text, or a long),
+        each with ``metadata`` if given.
 
         Examples
         --------
@@ -94,13 +95,13 @@ class Key:
         DataFrame[router: int]
         """
         if not self.names:
-            return [shipped.alias(KEY)]
+            return [shipped.alias(KEY, metadata=metadata)]
         if len(self.names) == 1:
-            return [shipped.cast(self.types[0]).alias(self.names[0])]
+            return [shipped.cast(self.types[0]).alias(self.names[0], metadata=metadata)]
         schema = T.StructType([T.StructField(n, t, True)
                                for n, t in zip(self.names, self.types, strict=True)])
         parsed = F.from_json(shipped, schema, _JSON_OPTIONS)
-        return [parsed.getField(n).alias(n) for n in self.names]
+        return [parsed.getField(n).alias(n, metadata=metadata) for n in self.names]
 
 
 def resolve_key(df: DataFrame, by: KeyLike, param: str = "by") -> Key:
@@ -141,7 +142,7 @@ def resolve_key(df: DataFrame, by: KeyLike, param: str = "by") -> Key:
     """
     if by is None:
         return Key((), (), F.lit(""), F.lit(False))
-    items = list(by) if isinstance(by, list | tuple) else [by]
+    items = key_items(by)
     if not items or not all(isinstance(c, str | Column) for c in items):
         msg = (f"`{param}` must be a column name, a Column or a list of them; got {by!r} "
                f"({type(by).__name__})")
@@ -162,13 +163,14 @@ def resolve_key(df: DataFrame, by: KeyLike, param: str = "by") -> Key:
     return Key(names, types, value, missing, columns=tuple(columns))
 
 
-def key_names(df: DataFrame, by: KeyLike, param: str = "by") -> list[str]:
-    """The output names of ``by``'s key columns on ``df`` (none for None).
+def key_items(by: KeyLike) -> list:
+    """``by``'s items, as given: none for None, one for a name or a Column, a list's own.
 
     Examples
     --------
-    >>> df = spark.createDataFrame([("a", 1)], "site string, router int")
-    >>> key_names(df, ["site", F.upper("site")])
-    ['site', 'upper(site)']
+    >>> key_items(None), key_items("site"), key_items(("site", "router"))
+    ([], ['site'], ['site', 'router'])
     """
-    return list(resolve_key(df, by, param).names)
+    if by is None:
+        return []
+    return list(by) if isinstance(by, list | tuple) else [by]
