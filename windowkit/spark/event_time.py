@@ -165,9 +165,18 @@ class EventTime:
 
 
 def _ceil_div(value: Column, divisor: int) -> Column:
-    """``ceil(value / divisor)`` of a long column, in long arithmetic."""
-    truncated = F.call_function("div", value, F.lit(divisor))
-    return truncated + F.when(value > truncated * F.lit(divisor), F.lit(1)).otherwise(F.lit(0))
+    """``ceil(value / divisor)`` of a long column, exact (a decimal holds every long).
+
+    ``value`` appears once: where it is a scalar subquery, Spark plans every copy on its own.
+
+    Examples
+    --------
+    >>> spark.range(1).select(_ceil_div(F.lit(-(2**63)), 1000),
+    ...                       _ceil_div(F.lit(2**63 - 1), 1000)).first()
+    Row(...=-9223372036854775, ...=9223372036854776)
+    """
+    exact = F.ceil(value.cast("decimal(20,0)") / F.lit(divisor).cast("decimal(7,0)"))
+    return exact.cast("long")
 
 
 def _seconds_micros(ntz: Column) -> Column:

@@ -252,23 +252,31 @@ def _summary(good: DataFrame, plan: MergePlan, shards: int) -> Column:
 def _recent(good: DataFrame, plan: MergePlan, summary: Column, clock: EventTime) -> DataFrame:
     """The rows of the last ``lag + 1`` blocks, with their block.
 
-    The subquery is written once, in a projection: an aggregate's arguments may not hold it
-    (Spark counts it non-deterministic when the input's positions are), and Spark plans every
-    copy of it in an expression on its own (it runs identical ones once). Where the time
-    column can be compared as it is, the rows are first kept from the last blocks' first time
-    on by a filter Spark pushes into a Parquet scan (it skips the row groups before).
+    Spark plans every copy of the subquery in an expression on its own (it runs identical
+    ones once), and a filter pushed below a projection copies the projection's expressions:
+    so the subquery is written once in each filter and once in a projection (an aggregate's
+    arguments may not hold it: Spark counts it non-deterministic when the input's positions
+    are). Where the time column can be compared as it is, the rows are first kept from the
+    last blocks' first time on by a filter Spark pushes into a Parquet scan (it skips the row
+    groups before).
     """
-    ended = good.select("*", summary.getField(_BLOCK).alias(_END))
     width = plan.tick * plan.span
-    if _RAW in good.columns and width <= -_LONG_MIN - 1:
+    starts_in_clock = width <= -_LONG_MIN - 1
+    recent = good
+    if starts_in_clock:
         first_block = F.try_subtract(summary.getField(_BLOCK), F.lit(plan.lag))
         start = F.coalesce(F.try_multiply(first_block, F.lit(width)), F.lit(_LONG_MIN))
-        # a pushed filter compares a column with a literal or a scalar subquery, nothing else
-        first = good.sparkSession.range(1).select(clock.first_value(start)).scalar()
-        ended = ended.filter(F.col(_RAW) >= first)
+        if _RAW in good.columns:
+            # a pushed filter compares a column with a literal or a scalar subquery, nothing
+            # else
+            first = good.sparkSession.range(1).select(clock.first_value(start)).scalar()
+            recent = recent.filter(F.col(_RAW) >= first)
+        recent = recent.filter(F.col(TIME) >= start)
     kept = [c for c in good.columns if c not in (_DETAIL, _RAW)]
+    ended = recent.select(*kept, summary.getField(_BLOCK).alias(_END))
     blocked = ended.select(*kept, _recent_block(plan, _END).alias(_BLOCK))
-    return blocked.filter(f"{_BLOCK} IS NOT NULL")
+    # from the first block's start on, every row has a block
+    return blocked if starts_in_clock else blocked.filter(f"{_BLOCK} IS NOT NULL")
 
 
 def _recent_block(plan: MergePlan, end_block: str) -> Column:
