@@ -237,8 +237,10 @@ def test_tied_rows_give_the_reference_frames_in_any_arrival_order_issue16(data, 
        st.booleans())
 def test_rows_reach_the_loop_with_each_keys_rows_in_strict_time_order(rows, per_key_sorted):
     # The framing loop keeps each key's state apart: rows whose keys are interleaved but each
-    # in strict time order go through as they are; any others are sorted by (key, time, value
-    # with missing last), exactly as the full sort orders them.
+    # in strict time order go through as they are; rows that a sort by time puts so go in
+    # time order; any others are sorted by (key, time, value with missing last), exactly as
+    # the full sort orders them. Either way each key's rows reach the loop as the full sort
+    # orders them.
     from windowkit.core.frames._engine import _order_rows
 
     if per_key_sorted:  # interleaved keys, each key's times increasing
@@ -247,14 +249,20 @@ def test_rows_reach_the_loop_with_each_keys_rows_in_strict_time_order(rows, per_
     time = np.array([r[1] for r in rows], dtype=np.int64)
     value = np.array([r[2] for r in rows], dtype=np.float64)
     got_slot, got_time, got_value, interleaved = _order_rows(slot, time, value, 4)
-    strict = all(len(set(time[slot == s])) == np.count_nonzero(slot == s)
-                 and np.all(np.diff(time[slot == s]) > 0) for s in range(4))
+    order = np.lexsort((np.where(np.isfinite(value), value, np.inf), time, slot))
+    no_ties = all(len(set(time[slot == s])) == np.count_nonzero(slot == s) for s in range(4))
+    strict = all(np.all(np.diff(time[slot == s]) > 0) for s in range(4))
     if interleaved:
-        assert strict
-        for got, given_ in ((got_slot, slot), (got_time, time), (got_value, value)):
-            np.testing.assert_array_equal(got, given_)
+        assert no_ties
+        for s in range(4):
+            mine, sorted_ = got_slot == s, slot[order] == s
+            assert np.all(np.diff(got_time[mine]) > 0)
+            np.testing.assert_array_equal(got_time[mine], time[order][sorted_])
+            np.testing.assert_array_equal(got_value[mine], value[order][sorted_])
+        if strict:  # as given
+            for got, given_ in ((got_slot, slot), (got_time, time), (got_value, value)):
+                np.testing.assert_array_equal(got, given_)
     else:
-        order = np.lexsort((np.where(np.isfinite(value), value, np.inf), time, slot))
         np.testing.assert_array_equal(got_slot, slot[order])
         np.testing.assert_array_equal(got_time, time[order])
         np.testing.assert_array_equal(got_value, value[order])

@@ -832,14 +832,22 @@ def _order_rows(slot: np.ndarray, time: np.ndarray, value: np.ndarray, n_slots: 
 
     The loop keeps each key's state apart, so it needs each key's rows in strict time order,
     not the keys one after the other: rows already so (what a shuffle delivers: keys
-    interleaved, each in time order) are taken as they are (``interleaved`` True); otherwise
-    they are sorted by (slot, time, ``tie_rank(value)``), so that tied rows come in a fixed
-    order whatever their arrival order (rows of equal rank keep it).
+    interleaved, each in time order) are taken as they are (``interleaved`` True), and rows
+    that a sort by time alone puts so are taken in time order; otherwise they are sorted by
+    (slot, time, ``tie_rank(value)``), so that tied rows come in a fixed order whatever their
+    arrival order (rows of equal rank keep it).
     """
     if len(slot) < 2 or _strictly_ordered(slot, time):
         return slot, time, value, False
     if _each_slot_in_time_order(slot, time, n_slots):
         return slot, time, value, True
+    # Rows of many keys read from files are nearly in time order: a stable sort by time alone
+    # (runs merged, about twice as fast as the lexsort below) orders them, unless a key has
+    # two rows at one time, whose order then depends on their values.
+    by_time = np.argsort(time, kind="stable")
+    slot_by_time, time_by_time = slot[by_time], time[by_time]
+    if _each_slot_in_time_order(slot_by_time, time_by_time, n_slots):
+        return slot_by_time, time_by_time, value[by_time], True
     order = np.lexsort((tie_rank(value), time, slot))
     return slot[order], time[order], value[order], False
 
