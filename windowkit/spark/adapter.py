@@ -433,7 +433,7 @@ def run_operator(
         # Arrow batches, not pandas: the key column goes to the operator as dictionary codes
         # (a Categorical) instead of millions of Python strings.
         out = partitioned.mapInArrow(
-            functools.partial(_run_packed_partition, job.factory, job.shipped(), job.folded,
+            functools.partial(_run_partition, job.factory, job.shipped(), job.folded,
                               sent, job.categorical),
             sent)
     returned = sent if not df.isStreaming else schema
@@ -546,37 +546,27 @@ def _run_partition(
     categorical: tuple[str, ...],
     batches: Iterator[pa.RecordBatch],
 ) -> Iterator[pa.RecordBatch]:
-    """One task of a batch job: every shard it holds gets a runner; the input ends here."""
+    """One task of a batch job, the shard of its partition: the shard's rows arrive packed
+    (see :func:`_pack_rows`), its runner takes them all, then the input ends."""
     wait_to_be_killed()
     arrow_schema = _arrow_schema(schema)
-    parts: dict[int, list[pa.RecordBatch]] = {}
+    shard = TaskContext.get().partitionId()
+    pieces = []
     for batch in batches:
-        for shard, part in _split_by_shard(batch):
-            good, rejected = _take_rejected(part, shipped, folded)
-            if len(rejected):
-                yield _to_arrow(rejected[[REJECTED, DETAIL_OUT]], shard, arrow_schema)
-            parts.setdefault(shard, []).append(good)
-    for shard, pieces in parts.items():
-        runner = EventTimeRunner(factory())
-        output, _ = runner.push(_arrow_to_frame(pa.Table.from_batches(pieces), folded,
-                                                categorical))
-        for part in (output, runner.finish()):
-            if len(part):
-                yield _to_arrow(part, shard, arrow_schema)
-
-
-def _run_packed_partition(
-    factory: Callable[[], StreamOperator],
-    shipped: list[str],
-    folded: str | None,
-    schema: T.StructType,
-    categorical: tuple[str, ...],
-    batches: Iterator[pa.RecordBatch],
-) -> Iterator[pa.RecordBatch]:
-    """:func:`_run_partition` of a task whose rows arrive packed (see :func:`_pack_rows`)."""
-    unpacked = (rows for batch in batches for blob in batch.column(PAYLOAD).to_pylist()
-                for rows in pa.ipc.open_stream(blob))
-    return _run_partition(factory, shipped, folded, schema, categorical, unpacked)
+        for blob in batch.column(PAYLOAD).to_pylist():
+            for rows in pa.ipc.open_stream(blob):
+                good, rejected = _take_rejected(rows, shipped, folded)
+                if len(rejected):
+                    yield _to_arrow(rejected[[REJECTED, DETAIL_OUT]], shard, arrow_schema)
+                pieces.append(good)
+    if not pieces:
+        return
+    runner = EventTimeRunner(factory())
+    output, _ = runner.push(_arrow_to_frame(pa.Table.from_batches(pieces), folded,
+                                            categorical))
+    for part in (output, runner.finish()):
+        if len(part):
+            yield _to_arrow(part, shard, arrow_schema)
 
 
 def spread_group_ids(shards: int) -> list[int]:
@@ -738,9 +728,6 @@ def _take_flagged(rows: pa.RecordBatch | pa.Table) -> tuple[pa.RecordBatch | pa.
 
 def _split_by_shard(batch: pa.RecordBatch) -> Iterator[tuple[int, pa.RecordBatch]]:
     """``(shard, its rows without the shard column)`` for each shard present in ``batch``."""
-    if SHARD not in batch.schema.names:  # one shard per task: the partition
-        yield TaskContext.get().partitionId(), batch
-        return
     shard_ids = batch.column(SHARD).to_numpy()
     rows = batch.drop_columns([SHARD])
     present = np.unique(shard_ids).tolist()
