@@ -184,7 +184,7 @@ def boundary_operator(*, x: float, **params: object) -> functools.partial:
     ...                   fragment_every=None, extent="conservative", duplicates="keep")
     Traceback (most recent call last):
     ...
-    ValueError: `x` must be > 0; got 0
+    ValueError: `x` must be a finite number > 0; got 0
     """
     return _checked(functools.partial(BoundaryFramer, x, spec=frame_spec(**params)))
 
