@@ -202,9 +202,7 @@ def analyze_call(function: str, shards_default: int, /, *args: AnalyzeArgument,
     select = _projection(step, params, table, inputs, clock, time_name, keys, key_text)
     kinds = dict(operator.output_schema)
     columns = tuple((name, kinds.get(name)) for name in load(f"windowkit.spark.{step.sql.columns}"))
-    schema = T.StructType([*(_key_fields(keys, fields)),
-                           *[T.StructField(name, _output_type(kind, clock), True)
-                             for name, kind in columns]])
+    schema = _output_schema(keys, fields, columns, clock)
     plan = Plan(factory, inputs, keys, clock, columns)
     if not keys:
         return PlannedCall(schema=schema, withSinglePartition=True, select=select, plan=plan)
@@ -327,10 +325,15 @@ def _projection(step: StepFunction, params: dict, table: T.StructType, inputs: d
                            f"THEN to_json(struct({row})) END", _DETAIL_COLUMN)]
 
 
-def _key_fields(keys: tuple[str, ...], fields: dict) -> list[T.StructField]:
-    if not keys:
-        return [T.StructField(KEY, T.StringType(), True)]
-    return [T.StructField(k, fields[k].dataType, True) for k in keys]
+def _output_schema(keys: tuple[str, ...], fields: dict,
+                   columns: tuple[tuple[str, str | None], ...], clock: EventTime
+                   ) -> T.StructType:
+    """The DataFrame function's output schema: the key columns under their own names and
+    types (``key``, text, for the global key), then ``columns`` (times in ``clock``'s kind)."""
+    key_fields = ([T.StructField(k, fields[k].dataType, True) for k in keys] if keys
+                  else [T.StructField(KEY, T.StringType(), True)])
+    return T.StructType([*key_fields, *[T.StructField(name, _output_type(kind, clock), True)
+                                        for name, kind in columns]])
 
 
 def _output_type(kind: str | None, clock: EventTime) -> T.DataType:
@@ -426,4 +429,4 @@ def _output_value(value: Any, kind: str | None, clock: EventTime) -> Any:
     return value
 
 
-__all__ = ["SQL_PREFIX", "PlannedCall", "analyze_call", "register_sql", "sql_functions"]
+__all__ = ["SQL_PREFIX", "register_sql"]
