@@ -417,6 +417,49 @@ def error_count_min_site_typo(spark, folder):
                               ).toPandas()
 
 
+# ------------------------------------------------------------------------------------ SQL
+#: Each SQL table function's call over the view ``readings`` (``readings()``), and the
+#: DataFrame function's call it stands for (issue #37).
+SQL_CALLS = {
+    "threshold_frames": ("when => 'loss_rate > 0.003', min_duration => '2 rows', "
+                         "schedule => '10 seconds'",
+                         {"when": "loss_rate > 0.003", "min_duration": "2 rows",
+                          "schedule": "10 seconds"}),
+    "boundary_frames": ("value => 'loss_rate', x => 0.002, min_duration => '2 rows'",
+                        {"value": "loss_rate", "x": 0.002, "min_duration": "2 rows"}),
+    "delta_frames": ("value => 'loss_rate', x => 0.003, extent => 'liberal'",
+                     {"value": "loss_rate", "x": 0.003, "extent": "liberal"}),
+    "aggregate_frames": ("value => 'loss_rate', func => 'sum', op => '>', x => 0.01",
+                         {"value": "loss_rate", "func": "sum", "op": ">", "x": 0.01}),
+}
+
+
+def sql_call(function: str, arguments: str, by: str = "by => 'router'") -> str:
+    """A SQL call of ``windowkit_<function>`` over the view ``readings``."""
+    return (f"SELECT * FROM windowkit_{function}(TABLE(readings), time => 'time', {by}, "
+            f"{arguments})")
+
+
+@case
+def sql_frames_batch(spark, folder):
+    from windowkit.spark import register_sql
+
+    register_sql(spark)
+    readings(spark).createOrReplaceTempView("readings")
+    return pd.concat([spark.sql(sql_call(name, arguments)).toPandas().assign(function=name)
+                      for name, (arguments, _) in SQL_CALLS.items()])
+
+
+@case
+def error_sql_bad_duration(spark, folder):
+    from windowkit.spark import register_sql
+
+    register_sql(spark)
+    readings(spark).createOrReplaceTempView("readings")
+    return spark.sql(sql_call("threshold_frames", "when => 'loss_rate > 0.003', "
+                              "min_duration => '3 apples'")).toPandas()
+
+
 def run_case(name: str, spark, folder: str) -> pd.DataFrame:
     """The case's rows, or its error as one row (class and first line of the message)."""
     try:

@@ -42,6 +42,40 @@ def load(path: str) -> Any:
 
 
 @dataclass(frozen=True)
+class SqlSignature:
+    """How a function of :mod:`windowkit.spark` is also a SQL table function
+    (:func:`windowkit.spark.register_sql`): what its SQL call runs, derived from the function.
+
+    The SQL function takes the function's own parameters, by name and with its defaults,
+    besides the DataFrame (the ``TABLE`` argument); the parameters its ``from_input`` reads as
+    ``time``, ``key`` and ``time_unit`` name the event time, the key and the time's unit.
+
+    Attributes
+    ----------
+    operator : str
+        ``"module:builder"`` under ``windowkit.spark``: the builder the function itself calls
+        to make its operator's factory from its parameters (as keywords; it ignores those it
+        does not read), checking them as the function does.
+    inputs : dict
+        The operator's inputs -> the parameter holding each one's SQL expression (a column
+        name, or a predicate for a ``"code"`` input), over the table's columns.
+    columns : str
+        ``"module:NAME"`` under ``windowkit.spark``: the output's columns after the key, as the
+        function projects them.
+
+    Examples
+    --------
+    >>> SqlSignature("frames:threshold_operator", {"value": "when"},
+    ...              "frames:FRAME_COLUMNS").inputs
+    {'value': 'when'}
+    """
+
+    operator: str
+    inputs: Mapping[str, str]
+    columns: str
+
+
+@dataclass(frozen=True)
 class StepFunction:
     """One public function of :mod:`windowkit.spark`, as a pipeline step and a report section.
 
@@ -96,6 +130,8 @@ class StepFunction:
         Its report section: ``"module:builder"`` under ``windowkit.report``, the builder taking
         the :class:`~windowkit.report.model.StepRun` (and the run summary as ``summary`` if it
         has that parameter); None: the report shows its rows out alone.
+    sql : SqlSignature or None
+        How it is also a SQL table function; None: it is not one (yet).
 
     Examples
     --------
@@ -123,6 +159,7 @@ class StepFunction:
     needs: tuple[tuple[str, str], ...] = ()
     latest_window: tuple[str, str] | None = None
     report: str | None = None
+    sql: SqlSignature | None = None
 
     @property
     def role_keys(self) -> tuple[str, ...]:
@@ -204,5 +241,5 @@ class Technique:
         return {**{f.name: f.module for f in self.functions}, **self.helpers}
 
 
-__all__ = ["KEYED", "TIMED", "DurationKind", "StepFunction", "StreamExample", "Technique",
-           "load"]
+__all__ = ["KEYED", "TIMED", "DurationKind", "SqlSignature", "StepFunction", "StreamExample",
+           "Technique", "load"]

@@ -19,10 +19,10 @@ from windowkit.techniques import spark_modules as _spark_modules
 # their next task's cache invalidation: see windowkit.spark.python_worker.
 install_zip_directory_cache()
 
-#: Public functions that belong to no technique: the session, the check of a time column, and
-#: the split of any function's output into results and rejected rows.
+#: Public functions that belong to no technique: the session, the check of a time column, the
+#: split of any function's output into results and rejected rows, and the SQL table functions.
 _SHARED = {"windowkit_session": "session", "check_time_outliers": "time_outliers",
-           "split_rejected": "rejected"}
+           "split_rejected": "rejected", "register_sql": "sql"}
 #: Every public function -> its module under windowkit.spark (the techniques' from their
 #: descriptors, :mod:`windowkit.techniques`).
 _MODULE_OF = {**_spark_modules(), **_SHARED}

@@ -561,12 +561,30 @@ def _run_partition(
                 pieces.append(good)
     if not pieces:
         return
+    for part in run_to_end(factory, pa.Table.from_batches(pieces), folded, categorical):
+        yield _to_arrow(part, shard, arrow_schema)
+
+
+def run_to_end(factory: Callable[[], StreamOperator], rows: pa.Table, folded: str | None,
+               categorical: tuple[str, ...]) -> Iterator[pd.DataFrame]:
+    """A bounded input's good rows of one shard (``key``, ``time`` and the shipped inputs, as
+    the adapter ships them) through a fresh runner, then the end of the input: the operator's
+    output, in parts. The one run of a batch shard, here and in the SQL table functions
+    (:mod:`windowkit.spark.sql`).
+
+    Examples
+    --------
+    >>> from windowkit.core.frames import ThresholdFramer
+    >>> rows = pa.table({KEY: ["a"] * 3, TIME: pa.array([0, 1, 2], pa.int64()),
+    ...                  "value": pa.array([1, 1, 0], pa.int8())})
+    >>> [p[["start", "end"]].values.tolist() for p in run_to_end(ThresholdFramer, rows, None, ())]
+    [[[0, 2]]]
+    """
     runner = EventTimeRunner(factory())
-    output, _ = runner.push(_arrow_to_frame(pa.Table.from_batches(pieces), folded,
-                                            categorical))
+    output, _ = runner.push(_arrow_to_frame(rows, folded, categorical))
     for part in (output, runner.finish()):
         if len(part):
-            yield _to_arrow(part, shard, arrow_schema)
+            yield part
 
 
 def spread_group_ids(shards: int) -> list[int]:

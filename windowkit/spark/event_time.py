@@ -18,6 +18,7 @@ once, and the operators' output times go back to the column's own kind:
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from typing import Literal
 
@@ -29,7 +30,7 @@ from windowkit.core.durations import TIME_UNITS, TimeUnit
 from windowkit.spark.columns import resolve_column
 
 __all__ = ["TIME_UNITS", "EventTime", "TimeUnit", "check_watermarkable", "column_type",
-           "event_time", "watermarked"]
+           "event_time", "time_kind", "watermarked"]
 #: The column metadata Spark marks a stream's watermarked column with.
 WATERMARK_METADATA = "spark.watermarkDelayMs"
 #: The column metadata windowkit marks a stateful step's output stream with when none of its
@@ -37,6 +38,7 @@ WATERMARK_METADATA = "spark.watermarkDelayMs"
 NO_WATERMARK_METADATA = "windowkit.noWatermark"
 _MICROS_PER = {"s": 1_000_000, "ms": 1_000, "us": 1}
 _NTZ_EPOCH = "timestamp_ntz'1970-01-01 00:00:00'"
+_EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 Kind = Literal["instant", "wall_clock", "integer"]
 
@@ -164,6 +166,56 @@ class EventTime:
         return micros if per == 1 else F.ceil(micros / F.lit(per)).cast("long")
 
 
+    def micros_sql(self, column: str) -> str:
+        """:meth:`micros` as SQL text over ``column`` (SQL text naming this column), for a
+        plan Python builds no Column of (the projection a SQL table function asks Spark for,
+        :mod:`windowkit.spark.sql`).
+
+        Examples
+        --------
+        >>> df = spark.createDataFrame([(90,)], "t long")
+        >>> df.selectExpr(event_time(df, "t", "s").micros_sql("t")).first()[0]
+        90000000
+        """
+        if self.kind == "instant":
+            return f"unix_micros({f'try_to_timestamp({column})' if self.string else column})"
+        if self.kind == "wall_clock":
+            ntz = f"CAST({column} AS TIMESTAMP_NTZ)"
+            return (f"(CAST(unix_date(to_date({ntz})) AS BIGINT) * 86400000000"
+                    f" + CAST(hour({ntz}) AS BIGINT) * 3600000000"
+                    f" + CAST(minute({ntz}) AS BIGINT) * 60000000"
+                    f" + CAST(date_part('SECOND', {ntz}) * 1000000 AS BIGINT))")
+        if self.unit == "ns":
+            return f"CAST(floor(CAST({column} AS BIGINT) / 1000) AS BIGINT)"
+        per = _MICROS_PER[self.unit]
+        if per == 1:
+            return f"CAST({column} AS BIGINT)"
+        bound = (2**63 - 1) // per
+        return (f"CASE WHEN {column} BETWEEN {-bound} AND {bound} "
+                f"THEN CAST({column} AS BIGINT) * {per} END")
+
+    def restore_value(self, micros: int) -> object:
+        """:meth:`restore` of one value in Python: a UTC ``datetime`` (an instant), a naive
+        one (a wall-clock time) or an integer in the column's unit.
+
+        Examples
+        --------
+        >>> df = spark.createDataFrame([(90,)], "t long")
+        >>> event_time(df, "t", "s").restore_value(90_000_001)
+        91
+        >>> EventTime(F.col("t"), "instant").restore_value(1_500_000)
+        datetime.datetime(1970, 1, 1, 0, 0, 1, 500000, tzinfo=datetime.timezone.utc)
+        """
+        if self.kind == "instant":
+            return _EPOCH_UTC + dt.timedelta(microseconds=micros)
+        if self.kind == "wall_clock":
+            return _EPOCH_UTC.replace(tzinfo=None) + dt.timedelta(microseconds=micros)
+        if self.unit == "ns":
+            return micros * 1000
+        per = _MICROS_PER[self.unit]
+        return -(-micros // per)
+
+
 def _ceil_div(value: Column, divisor: int) -> Column:
     """``ceil(value / divisor)`` of a long column, exact (a decimal holds every long).
 
@@ -226,7 +278,26 @@ def event_time(df: DataFrame, time: str | Column, time_unit: str | None = None) 
     """
     col = F.col(time) if isinstance(time, str) else time
     name = time if isinstance(time, str) else str(col)
-    dtype = column_type(df, time)
+    kind, unit, string = time_kind(column_type(df, time), name, time_unit)
+    return EventTime(col, kind, unit, string)
+
+
+def time_kind(dtype: T.DataType, name: str, time_unit: str | None = None
+              ) -> tuple[Kind, TimeUnit | None, bool]:
+    """What a time column of type ``dtype`` is: ``(kind, unit, string)`` as
+    :class:`EventTime` holds them; raise ``ValueError`` naming ``time_unit`` or ``time`` if
+    the column cannot be an event time (the one check :func:`event_time` and the SQL table
+    functions make).
+
+    Examples
+    --------
+    >>> time_kind(T.LongType(), "t", "ms"), time_kind(T.TimestampNTZType(), "t")
+    (('integer', 'ms', False), ('wall_clock', None, False))
+    >>> time_kind(T.DoubleType(), "t")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: `time` must be a timestamp, ... or integer column; 't' is double
+    """
     if time_unit is not None and time_unit not in TIME_UNITS:
         msg = f"`time_unit` must be one of {', '.join(TIME_UNITS)}; got {time_unit!r}"
         raise ValueError(msg)
@@ -237,17 +308,17 @@ def event_time(df: DataFrame, time: str | Column, time_unit: str | None = None) 
                    "integers must be converted to dates first, e.g. "
                    "to_date(cast(col AS string), 'yyyyMMdd'))")
             raise ValueError(msg)
-        return EventTime(col, "integer", time_unit)
+        return "integer", time_unit, False
     if time_unit is not None:
         msg = (f"`time_unit` applies to integer time columns only; {name!r} is "
                f"{dtype.simpleString()}")
         raise ValueError(msg)
     if isinstance(dtype, (T.TimestampNTZType, T.DateType)):
-        return EventTime(col, "wall_clock")
+        return "wall_clock", None, False
     if isinstance(dtype, T.TimestampType):
-        return EventTime(col, "instant")
+        return "instant", None, False
     if isinstance(dtype, T.StringType):
-        return EventTime(col, "instant", string=True)
+        return "instant", None, True
     msg = (f"`time` must be a timestamp, timestamp_ntz, date, timestamp string or integer "
            f"column; {name!r} is {dtype.simpleString()}")
     raise ValueError(msg)

@@ -130,19 +130,46 @@ def threshold_frames(
     +------+-----+----+---+------+
     <BLANKLINE>
     """
-    spec = SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every, extent,
-                                    duplicates)
+    factory = threshold_operator(**locals())  # the parameters alone, as SQL calls it too
     # the caller's columns are resolved before windowkit's own exist: Spark's "did you mean"
     # then lists only the caller's
     key = resolve_key(df, by)
     event_time(df, time, time_unit)
     coded = _with_predicate_code(df, when)
-    job = OperatorJob(
-        factory=functools.partial(ThresholdFramer, spec=spec),
-        inputs={VALUE: F.col(_CODE)},
-    )
+    job = OperatorJob(factory=factory, inputs={VALUE: F.col(_CODE)})
     return run_operator(coded, job, time=time, key=key, shards=shards, late=late,
                         time_unit=time_unit, project=frames_projection)
+
+
+def frame_spec(*, min_duration: str | int | Duration, missing: str, schedule: str | None,
+               fragment_every: str | int | Duration | None, extent: str, duplicates: str,
+               **_: object) -> SequenceFrameSpec:
+    """The frame specification of a frames function's parameters (given as keywords; the
+    others are ignored), checked: the one reading of them by every frames function and its
+    SQL table function.
+
+    Examples
+    --------
+    >>> frame_spec(min_duration="3 rows", missing="unsatisfied", schedule=None,
+    ...            fragment_every=None, extent="conservative", duplicates="keep", by="r").extent
+    'conservative'
+    """
+    return SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every, extent,
+                                    duplicates)
+
+
+def threshold_operator(**params: object) -> functools.partial:
+    """The operator factory :func:`threshold_frames` runs, from its parameters (keywords).
+
+    Examples
+    --------
+    >>> factory = threshold_operator(min_duration="2 rows", missing="unsatisfied",
+    ...                              schedule=None, fragment_every=None,
+    ...                              extent="conservative", duplicates="keep")
+    >>> type(factory()).__name__
+    'ThresholdFramer'
+    """
+    return functools.partial(ThresholdFramer, spec=frame_spec(**params))
 
 
 #: The columns of every framing's output after the key (``by``, or ``key``).
@@ -183,7 +210,7 @@ def _with_predicate_code(df: DataFrame, when: str | Column) -> DataFrame:
     if not isinstance(dtype, T.BooleanType):
         msg = f"`when` must be a predicate (true or false); {when!r} gives {dtype.simpleString()}"
         raise ValueError(msg)
-    names = _referenced_columns(df, when)
+    names = _referenced_columns(df.columns, when)
     missing_input = F.lit(False)
     for name in names:
         col = F.col(f"`{name}`")
@@ -209,7 +236,33 @@ def _with_predicate_code(df: DataFrame, when: str | Column) -> DataFrame:
     return coded
 
 
-def _referenced_columns(df: DataFrame, when: str | Column) -> list[str]:
+def predicate_code_sql(when: str, fields: list[T.StructField]) -> str:
+    """The SQL text of :func:`_with_predicate_code`'s code for a predicate given as SQL text
+    over columns ``fields`` (for a plan Python builds no Column of: the projection a SQL table
+    function asks Spark for, :mod:`windowkit.spark.sql`). Its casts are the session's: Spark
+    gives a SQL table function's projection no analysis of its own.
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(1.0,), (0.0,), (None,), (float("nan"),)], "x double")
+    >>> sql = predicate_code_sql("x > 0.5", df.schema.fields)
+    >>> [r[0] for r in df.selectExpr(sql).collect()]
+    [1, 0, -1, -1]
+    """
+    missing = ["false"]
+    types = {f.name: f.dataType for f in fields}
+    for name in _referenced_columns(list(types), when):
+        column = f"`{name.replace('`', '``')}`"
+        missing.append(f"{column} IS NULL")
+        if isinstance(types[name], (T.FloatType, T.DoubleType, T.StringType)):
+            number = f"try_cast({column} AS DOUBLE)"
+            missing.append(f"isnan({number})")
+            missing.append(f"coalesce(abs({number}) = double('inf'), false)")
+    return (f"CAST(CASE WHEN {' OR '.join(missing)} THEN -1 WHEN ({when}) IS NULL THEN NULL "
+            f"WHEN ({when}) THEN 1 ELSE 0 END AS TINYINT)")
+
+
+def _referenced_columns(columns: list[str], when: str | Column) -> list[str]:
     text = when if isinstance(when, str) else str(when)
-    return [c for c in df.columns if re.search(rf"(?<![\w.`]){re.escape(c)}(?![\w`])", text)
+    return [c for c in columns if re.search(rf"(?<![\w.`]){re.escape(c)}(?![\w`])", text)
             or f"`{c}`" in text]

@@ -32,7 +32,7 @@ from windowkit.core.frames import (
 from windowkit.core.frames._engine import SequenceFramer, SequenceFrameSpec
 from windowkit.spark.adapter import OperatorJob, run_operator
 from windowkit.spark.event_time import TimeUnit, event_time
-from windowkit.spark.frames import frames_projection
+from windowkit.spark.frames import frame_spec, frames_projection
 from windowkit.spark.keys import KeyLike, key_items
 
 
@@ -94,10 +94,7 @@ def boundary_frames(
     >>> [tuple(r) for r in out.select("start", "last", "end").orderBy("start").collect()]
     [(0, 3, 4), (4, 6, 7), (7, 9, 10)]
     """
-    spec = SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every, extent,
-                                    duplicates)
-    factory = functools.partial(BoundaryFramer, x, spec=spec)
-    factory()  # validate before Spark runs
+    factory = boundary_operator(**locals())  # the parameters alone, as SQL calls it too
     return _frames(df, factory, time, value, by, late, shards, time_unit)
 
 
@@ -133,10 +130,7 @@ def delta_frames(
     >>> [tuple(r) for r in out.select("start", "last", "end").orderBy("start").collect()]
     [(0, 2, 3), (3, 3, 4), (4, 5, 6)]
     """
-    spec = SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every, extent,
-                                    duplicates)
-    factory = functools.partial(DeltaFramer, x, spec=spec)
-    factory()
+    factory = delta_operator(**locals())  # the parameters alone, as SQL calls it too
     return _frames(df, factory, time, value, by, late, shards, time_unit)
 
 
@@ -175,12 +169,39 @@ def aggregate_frames(
     >>> [tuple(r) for r in out.select("start", "last", "end").orderBy("start").collect()]
     [(0, 40, 60), (60, 80, 100)]
     """
-    spec = SequenceFrameSpec.create(min_duration, missing, schedule, fragment_every, extent,
-                                    duplicates)
-    factory = functools.partial(AggregateFramer, func, op, x, spec=spec)
-    factory()
+    factory = aggregate_operator(**locals())  # the parameters alone, as SQL calls it too
     return _frames(df, factory, time, value, by, late, shards, time_unit,
                    presence_only=func == "count")
+
+
+def boundary_operator(*, x: float, **params: object) -> functools.partial:
+    """The operator factory :func:`boundary_frames` runs, from its parameters (keywords),
+    checked (see :func:`~windowkit.spark.frames.frame_spec`).
+
+    Examples
+    --------
+    >>> boundary_operator(x=0, min_duration="1 rows", missing="unsatisfied", schedule=None,
+    ...                   fragment_every=None, extent="conservative", duplicates="keep")
+    Traceback (most recent call last):
+    ...
+    ValueError: `x` must be a finite number > 0; got 0
+    """
+    return _checked(functools.partial(BoundaryFramer, x, spec=frame_spec(**params)))
+
+
+def delta_operator(*, x: float, **params: object) -> functools.partial:
+    """The operator factory :func:`delta_frames` runs, from its parameters (keywords)."""
+    return _checked(functools.partial(DeltaFramer, x, spec=frame_spec(**params)))
+
+
+def aggregate_operator(*, func: str, op: str, x: float, **params: object) -> functools.partial:
+    """The operator factory :func:`aggregate_frames` runs, from its parameters (keywords)."""
+    return _checked(functools.partial(AggregateFramer, func, op, x, spec=frame_spec(**params)))
+
+
+def _checked(factory: functools.partial) -> functools.partial:
+    factory()  # the framer checks its parameters: raise before Spark runs
+    return factory
 
 
 def custom_frames(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from windowkit.technique import KEYED, StepFunction, StreamExample, Technique
+from windowkit.technique import KEYED, SqlSignature, StepFunction, StreamExample, Technique
 
 #: The functions whose output is frames (what longest_frame and fill_frames read).
 FRAME_FUNCTIONS = ("threshold_frames", "boundary_frames", "delta_frames", "aggregate_frames",
@@ -20,10 +20,15 @@ _DURATIONS = {"min_duration": "time or rows", "fragment_every": "time or rows",
 
 def _framing(name: str, module: str = "framings", columns: tuple[str, ...] = ("time", "by",
                                                                            "value"),
-             **extra: Any) -> StepFunction:
+             input_from: str | None = "value", **extra: Any) -> StepFunction:
+    """A frames function's descriptor; ``input_from``: the parameter giving its framer's value
+    in SQL (None: not a SQL table function)."""
+    sql = None if input_from is None else SqlSignature(
+        f"{module}:{name.removesuffix('_frames')}_operator", {"value": input_from},
+        "frames:FRAME_COLUMNS")
     return StepFunction(name, module, split="split_rejected", reason="rejected", from_input=KEYED,
                         columns=columns, durations=_DURATIONS, report="frames:frames_section",
-                        **extra)
+                        sql=sql, **extra)
 
 
 def check_fill(params: dict[str, Any]) -> None:
@@ -82,11 +87,13 @@ TECHNIQUE = Technique(
     question="when did something hold, and what happened around it?",
     core=("windowkit.core.frames",),
     functions=(
-        _framing("threshold_frames", "frames", columns=("time", "by"), predicates=("when",)),
+        _framing("threshold_frames", "frames", columns=("time", "by"), predicates=("when",),
+                 input_from="when"),
         _framing("boundary_frames"),
         _framing("delta_frames"),
         _framing("aggregate_frames"),
-        _framing("custom_frames", objects=("framing",)),
+        # a Framing object has no SQL literal
+        _framing("custom_frames", objects=("framing",), input_from=None),
         StepFunction("longest_frame", "framings", roles=(("frames", "input"),),
                      from_input={"by": ("input", "key")}, batch_only=True,
                      input_from=FRAME_FUNCTIONS),

@@ -1,0 +1,432 @@
+"""windowkit's functions as Spark SQL table functions (issue #37).
+
+:func:`register_sql` registers ``windowkit_<function>`` for every function whose descriptor
+declares a :class:`~windowkit.technique.SqlSignature`. Nothing here is written per technique:
+a table function takes its DataFrame function's own parameters (names and defaults read from
+the function's signature), builds its operator with the builder the function itself calls,
+and runs it with the adapter's own run of a batch shard
+(:func:`~windowkit.spark.adapter.run_to_end`), so the rows agree with the DataFrame function's
+by construction::
+
+    SELECT * FROM windowkit_threshold_frames(
+      TABLE(readings), time => 'time', when => 'loss_rate > 0.003', by => 'router',
+      min_duration => '3 rows')
+
+Each call is a Python UDTF (``udtf(useArrow=False)``) whose ``analyze`` runs when Spark
+analyses the query: it checks the parameters (a mistake is one ``ValueError`` naming the
+parameter and the value, as the DataFrame function raises it), gives the output schema (the
+key columns under their own names and types, the times in the time column's kind), and asks
+Spark for the projection the adapter would make (the key's text, the event time in µs, the
+operator's inputs, a malformed row's JSON) and for the partitioning: rows are hashed by key
+into ``shards`` groups, one UDTF instance each, as the adapter's shards (one instance per key
+costs Python a call per key). A call therefore takes no ``PARTITION BY`` of its own.
+
+Streams take the DataFrame functions: Spark refuses a streaming ``TABLE`` argument when the
+query starts (it would sort a stream to partition it), and a UDTF, which ends its input at
+each micro-batch and keeps no state, could not frame one anyway.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import functools
+import inspect
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import Row, SparkSession
+from pyspark.sql import types as T
+from pyspark.sql.functions import udtf
+from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, PartitioningColumn, SelectedColumn
+
+from windowkit.core.operator import KEY, TIME
+from windowkit.core.validation import check_int
+from windowkit.spark.adapter import (
+    _SPARK_TYPES,
+    DETAIL_OUT,
+    FOLD_LIMIT,
+    REJECTED,
+    default_shards,
+    run_to_end,
+)
+from windowkit.spark.event_time import EventTime, time_kind
+from windowkit.spark.frames import predicate_code_sql
+from windowkit.spark.keys import _JSON_OPTIONS
+from windowkit.technique import StepFunction, load
+from windowkit.techniques import step_functions
+
+#: A table function's name is this and its DataFrame function's.
+SQL_PREFIX = "windowkit_"
+#: The columns the projection Spark makes for a table function hands it.
+_KEY_COLUMN, _TIME_COLUMN, _DETAIL_COLUMN = "wk_key", "wk_time", "wk_detail"
+_KEY_VALUE = "wk_key_"  # and the key column's position: the key's own values
+_INPUT = "wk_input_"  # and the operator input's name
+#: Output types of a SQL table function's times, by the time column's kind.
+_TIME_TYPES = {"instant": T.TimestampType(), "wall_clock": T.TimestampNTZType(),
+               "integer": T.LongType()}
+#: How an operator input of each declared type travels in SQL (a ``"code"`` input is a
+#: predicate's code, :func:`~windowkit.spark.frames.predicate_code_sql`).
+_INPUT_CASTS = {"float64": "DOUBLE", "int64": "BIGINT", "string": "STRING", "category": "STRING",
+                "bool": "BOOLEAN"}
+_ARROW_INPUTS = {"float64": pa.float64(), "int64": pa.int64(), "string": pa.string(),
+                 "category": pa.string(), "bool": pa.bool_(), "code": pa.int8()}
+
+
+def sql_functions() -> dict[str, StepFunction]:
+    """The functions that are SQL table functions, by their SQL name.
+
+    Examples
+    --------
+    >>> sorted(sql_functions())[:2]
+    ['windowkit_aggregate_frames', 'windowkit_boundary_frames']
+    """
+    return {SQL_PREFIX + f.name: f for f in step_functions().values() if f.sql is not None}
+
+
+def register_sql(spark: SparkSession) -> list[str]:
+    """Register windowkit's SQL table functions in ``spark`` (classic or Spark Connect).
+
+    Parameters
+    ----------
+    spark : SparkSession
+        The session whose SQL calls them.
+
+    Returns
+    -------
+    list of str
+        The names registered: ``windowkit_<function>`` for each function of
+        :mod:`windowkit.spark` that SQL can call.
+
+    Examples
+    --------
+    >>> names = register_sql(spark)
+    >>> "windowkit_threshold_frames" in names
+    True
+    >>> df = spark.createDataFrame([("s1", t, x) for t, x in enumerate([30, 33, 34, 30], 1)],
+    ...                            "sensor string, t long, temp int")
+    >>> df.createOrReplaceTempView("temps")
+    >>> spark.sql(\"\"\"SELECT sensor, start, `end` FROM windowkit_threshold_frames(
+    ...     TABLE(temps), time => 't', time_unit => 's', when => 'temp > 32',
+    ...     by => 'sensor')\"\"\").collect()
+    [Row(sensor='s1', start=2, end=4)]
+    """
+    # the number of shards a DataFrame function takes by default, known on the driver only
+    shards = default_shards(spark.range(1))
+    functions = sql_functions()
+    for name, function in functions.items():
+        spark.udtf.register(name, udtf(_table_function(function.name, shards), useArrow=False))
+    return list(functions)
+
+
+def _table_function(function: str, shards: int) -> type:
+    """The UDTF class of ``function``: :class:`_TableFunction` with its ``analyze``."""
+    analyze = functools.partial(analyze_call, function, shards)  # (``shards``: the default)
+    return type(f"{SQL_PREFIX}{function}", (_TableFunction,),
+                {"analyze": staticmethod(analyze), "__module__": __name__})
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What ``analyze`` found of one SQL call, for its UDTF instances.
+
+    Attributes
+    ----------
+    factory : callable
+        The operator's factory, built from the call's parameters by the function's builder.
+    inputs : dict
+        The operator's inputs -> their declared types.
+    keys : tuple of str
+        The key's columns (none for the global key).
+    clock : EventTime
+        The time column's kind, to give the output's times back in.
+    columns : tuple of (name, kind)
+        The output's columns after the key, each with its kind in the operator's output
+        schema (None for ``rejected`` and ``detail``).
+    """
+
+    factory: Any
+    inputs: dict[str, str]
+    keys: tuple[str, ...]
+    clock: EventTime
+    columns: tuple[tuple[str, str | None], ...]
+
+
+@dataclass
+class PlannedCall(AnalyzeResult):
+    """``analyze``'s result, with the :class:`Plan` Spark hands each UDTF instance."""
+
+    plan: Plan | None = None
+
+
+def analyze_call(function: str, shards_default: int, /, *args: AnalyzeArgument,
+                 **kwargs: AnalyzeArgument) -> PlannedCall:
+    """Spark's ``analyze`` of a SQL call of ``function``: its parameters checked, its output
+    schema, the projection and partitioning Spark makes for it.
+
+    Examples
+    --------
+    >>> table = AnalyzeArgument(T.StructType.fromDDL("r string, t timestamp, v double"),
+    ...                         None, True, False)
+    >>> def constant(value):
+    ...     return AnalyzeArgument(T.StringType(), value, False, True)
+    >>> planned = analyze_call("delta_frames", 2, table, time=constant("t"),
+    ...                        value=constant("v"), x=constant(0.5), by=constant("r"))
+    >>> planned.schema.fieldNames()[:3], planned.partitionBy[0].name
+    (['r', 'frame_id', 'start'], 'pmod(hash(CAST(`r` AS STRING)), 2)')
+    >>> analyze_call("delta_frames", 2, table, time=constant("t"), value=constant("v"),
+    ...              x=constant(0.5), min_duration=constant("3 apples"))
+    Traceback (most recent call last):
+    ...
+    ValueError: `min_duration` ...'3 apples'...
+    """
+    step = step_functions()[function]
+    table, params = _arguments(step, args, kwargs)
+    fields = {f.name: f for f in table.fields}
+    roles = {attribute: name for name, (_, attribute) in step.from_input.items()}
+    time_name = _column_name(params, roles["time"], fields)
+    clock = EventTime(None, *time_kind(fields[time_name].dataType, time_name,
+                                       params.get(roles.get("time_unit", ""))))
+    keys = _key_names(params.get(roles["key"]) if "key" in roles else None, roles.get("key"),
+                      fields)
+    factory = load(f"windowkit.spark.{step.sql.operator}")(**params)
+    operator = factory()
+    declared = dict(operator.input_schema)
+    inputs = {name: declared[name] for name in step.sql.inputs}
+    shards = check_int("shards", params["shards"] if params.get("shards") is not None
+                       else shards_default, 1)
+    key_text = _key_text(keys)
+    select = _projection(step, params, table, inputs, clock, time_name, keys, key_text)
+    kinds = dict(operator.output_schema)
+    columns = tuple((name, kinds.get(name)) for name in load(f"windowkit.spark.{step.sql.columns}"))
+    schema = _output_schema(keys, fields, columns, clock)
+    plan = Plan(factory, inputs, keys, clock, columns)
+    if not keys:
+        return PlannedCall(schema=schema, withSinglePartition=True, select=select, plan=plan)
+    return PlannedCall(schema=schema, select=select, plan=plan,
+                       partitionBy=[PartitioningColumn(f"pmod(hash({key_text}), {shards})")])
+
+
+def _arguments(step: StepFunction, args: tuple, kwargs: dict) -> tuple[T.StructType, dict]:
+    """The call's table and its parameters, the function's defaults filled in; refuses an
+    unknown parameter, a missing one and a value that is not a constant."""
+    signature = inspect.signature(step.callable())
+    table_parameter = step.roles[0][0]
+    accepted = [name for name in signature.parameters if name != table_parameter]
+    given = dict(zip([table_parameter, *accepted], args, strict=False))
+    for name, argument in kwargs.items():
+        if name not in signature.parameters:
+            msg = (f"{SQL_PREFIX}{step.name} has no parameter `{name}`; it takes "
+                   f"{', '.join(accepted)}")
+            raise ValueError(msg)
+        given[name] = argument
+    table = given.pop(table_parameter, None)
+    if table is None or not table.isTable:
+        msg = (f"`{table_parameter}` must be a TABLE argument, e.g. "
+               f"{SQL_PREFIX}{step.name}(TABLE(readings), ...)")
+        raise ValueError(msg)
+    params = {}
+    for name in accepted:
+        parameter = signature.parameters[name]
+        if name in given:
+            params[name] = _constant(name, given[name])
+        elif parameter.default is inspect.Parameter.empty:
+            msg = f"{SQL_PREFIX}{step.name} requires `{name}`"
+            raise ValueError(msg)
+        else:
+            params[name] = parameter.default
+    return table.dataType, params
+
+
+def _constant(name: str, argument: AnalyzeArgument) -> Any:
+    """A parameter's value as the DataFrame function takes it (a SQL decimal as a float)."""
+    if argument.isTable or not argument.isConstantExpression:
+        msg = (f"`{name}` must be a constant (a literal such as '3 rows' or 0.5); got "
+               f"{'a TABLE' if argument.isTable else 'an expression of the rows'}")
+        raise ValueError(msg)
+    value = argument.value
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    return list(value) if isinstance(value, list | tuple) else value
+
+
+def _column_name(params: dict, parameter: str, fields: dict) -> str:
+    name = params[parameter]
+    if not isinstance(name, str) or name not in fields:
+        msg = (f"`{parameter}` must name a column of the table ({', '.join(fields)}); "
+               f"got {name!r}")
+        raise ValueError(msg)
+    return name
+
+
+def _key_names(by: Any, parameter: str | None, fields: dict) -> tuple[str, ...]:
+    """``by``'s column names: none, one name, or an array of names (a composite key)."""
+    if by is None:
+        return ()
+    names = by if isinstance(by, list) else [by]
+    wrong = [n for n in names if not isinstance(n, str) or n not in fields]
+    if not names or wrong:
+        msg = (f"`{parameter}` must name a column of the table ({', '.join(fields)}), or be "
+               f"an array of such names; got {by!r}")
+        raise ValueError(msg)
+    if len(set(names)) < len(names):
+        msg = f"`{parameter}` names a column twice: {names}"
+        raise ValueError(msg)
+    return tuple(names)
+
+
+def _quoted(name: str) -> str:
+    return f"`{name.replace('`', '``')}`"
+
+
+def _key_text(keys: tuple[str, ...]) -> str:
+    """The SQL text of the value the key travels as (see :mod:`windowkit.spark.keys`)."""
+    if not keys:
+        return "''"
+    if len(keys) == 1:
+        return f"CAST({_quoted(keys[0])} AS STRING)"
+    fields = ", ".join(f"'{k}', {_quoted(k)}" for k in keys)
+    options = ", ".join(f"'{k}', \"{v}\"" for k, v in _JSON_OPTIONS.items())
+    return f"to_json(named_struct({fields}), map({options}))"
+
+
+def _projection(step: StepFunction, params: dict, table: T.StructType, inputs: dict,
+                clock: EventTime, time_name: str, keys: tuple[str, ...],
+                key_text: str) -> list[SelectedColumn]:
+    """The columns Spark computes for the UDTF, as the adapter's projection: the key's text,
+    the event time in µs (null for a malformed row), the operator's inputs, the key's own
+    values, and a malformed row's JSON (null for the others)."""
+    micros = clock.micros_sql(_quoted(time_name))
+    malformed = [f"{micros} IS NULL", *[f"{_quoted(k)} IS NULL" for k in keys]]
+    columns = {}
+    for name, kind in inputs.items():
+        text = params[step.sql.inputs[name]]
+        if not isinstance(text, str):
+            msg = (f"`{step.sql.inputs[name]}` must be a SQL expression over the table's "
+                   f"columns; got {text!r}")
+            raise ValueError(msg)
+        if kind == "code":
+            # a time too far out for the adapter to fold the code into is not a real time
+            malformed.append(f"NOT {micros} BETWEEN {-FOLD_LIMIT} AND {FOLD_LIMIT}")
+            columns[name] = predicate_code_sql(text, table.fields)
+        else:
+            columns[name] = f"try_cast(({text}) AS {_INPUT_CASTS[kind]})"
+    flagged = [f"({columns[n]}) IS NULL" for n, kind in inputs.items() if kind == "code"]
+    row = ", ".join(_quoted(f.name) for f in table.fields)
+    bad = " OR ".join(malformed)
+    return [SelectedColumn(key_text, _KEY_COLUMN),
+            SelectedColumn(f"CASE WHEN NOT ({bad}) THEN {micros} END", _TIME_COLUMN),
+            *[SelectedColumn(text, f"{_INPUT}{name}") for name, text in columns.items()],
+            *[SelectedColumn(_quoted(k), f"{_KEY_VALUE}{i}") for i, k in enumerate(keys)],
+            SelectedColumn(f"CASE WHEN {' OR '.join([bad, *flagged])} "
+                           f"THEN to_json(struct({row})) END", _DETAIL_COLUMN)]
+
+
+def _output_schema(keys: tuple[str, ...], fields: dict,
+                   columns: tuple[tuple[str, str | None], ...], clock: EventTime
+                   ) -> T.StructType:
+    """The DataFrame function's output schema: the key columns under their own names and
+    types (``key``, text, for the global key), then ``columns`` (times in ``clock``'s kind)."""
+    key_fields = ([T.StructField(k, fields[k].dataType, True) for k in keys] if keys
+                  else [T.StructField(KEY, T.StringType(), True)])
+    return T.StructType([*key_fields, *[T.StructField(name, _output_type(kind, clock), True)
+                                        for name, kind in columns]])
+
+
+def _output_type(kind: str | None, clock: EventTime) -> T.DataType:
+    if kind is None:  # rejected, detail
+        return T.StringType()
+    if kind == "timestamp":
+        return _TIME_TYPES[clock.kind]
+    if kind == "duration":
+        return T.DayTimeIntervalType()
+    return _SPARK_TYPES[kind]
+
+
+class _TableFunction:
+    """One UDTF instance: the rows of the shards Spark hands it, buffered, then run to the end
+    of the input by the adapter's run of a batch shard."""
+
+    def __init__(self, analyze_result: PlannedCall) -> None:
+        self.plan = analyze_result.plan
+        # the projection's columns, in its order (see _projection): key, time, inputs, ...
+        self.inputs = list(self.plan.inputs)
+        self.codes = [i for i, n in enumerate(self.inputs) if self.plan.inputs[n] == "code"]
+        self.width = 2 + len(self.inputs)
+        self.keys: list[str] = []
+        self.times: list[int] = []
+        self.values: list[list] = [[] for _ in self.inputs]
+        self.key_values: dict[str, tuple] = {}
+
+    def eval(self, *args: Any, **kwargs: Any) -> list[tuple] | None:
+        # Called once per row: no generator, positional reads, the common row appended only
+        # (Spark's row-wise UDTF path costs some 25 µs a row before this runs at all)
+        # the table's row, given first or by its name; the other arguments were analysed
+        row = args[0] if args and isinstance(args[0], Row) else next(
+            v for v in (*args, *kwargs.values()) if isinstance(v, Row))
+        detail = row[-1]
+        if detail is not None and row[1] is None:
+            return [self._rejected(detail)]
+        key = row[0]
+        self.keys.append(key)
+        self.times.append(row[1])
+        for i, values in enumerate(self.values):
+            values.append(row[2 + i])
+        if key not in self.key_values:
+            self.key_values[key] = tuple(row[self.width:-1])
+        if detail is None:
+            return None
+        # a code that could not be computed: reported, and still a missing value (-1)
+        for i in self.codes:
+            if self.values[i][-1] is None:
+                self.values[i][-1] = -1
+        return [self._rejected(detail)]
+
+    def terminate(self) -> Iterator[tuple]:
+        if not self.times:
+            return
+        rows = pa.table({KEY: pa.array(self.keys, pa.string()),
+                         TIME: pa.array(self.times, pa.int64()),
+                         **{n: pa.array(values, _ARROW_INPUTS[self.plan.inputs[n]])
+                            for n, values in zip(self.inputs, self.values, strict=True)}})
+        categorical = tuple(n for n, kind in self.plan.inputs.items() if kind == "category")
+        for part in run_to_end(self.plan.factory, rows, None, categorical):
+            yield from self._output_rows(part)
+
+    def _output_rows(self, part: Any) -> Iterator[tuple]:
+        keys = ([(k,) for k in part[KEY]] if not self.plan.keys
+                else [self.key_values[k] for k in part[KEY]])
+        values = [[_output_value(v, kind, self.plan.clock) for v in part[name]]
+                  if name in part else [None] * len(part)
+                  for name, kind in self.plan.columns]
+        for key, rest in zip(keys, zip(*values, strict=True), strict=True):
+            yield (*key, *rest)
+
+    def _rejected(self, detail: str) -> tuple:
+        width = max(len(self.plan.keys), 1)
+        return (*[None] * width, *[detail if name == DETAIL_OUT else "malformed"
+                                   if name == REJECTED else None
+                                   for name, _ in self.plan.columns])
+
+
+def _output_value(value: Any, kind: str | None, clock: EventTime) -> Any:
+    """One value of the operator's output as Spark takes it for the output's type."""
+    if value is None or pd.isna(value):
+        return None
+    if kind == "timestamp":
+        return clock.restore_value(int(value))
+    if kind == "duration":
+        return dt.timedelta(microseconds=int(value))
+    if kind == "int64":
+        return int(value)
+    if kind == "float64":
+        return float(value)
+    if kind == "bool":
+        return bool(value)
+    return value
+
+
+__all__ = ["SQL_PREFIX", "register_sql"]
