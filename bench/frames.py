@@ -4,7 +4,10 @@
 the SQL query gives (``loss_rate > 0.003`` for at least 3 rows, per router, no schedule); the
 script checks that, prints a table of rows/s with ratios to the SQL query, and writes JSON to
 ``bench/results/frames.json``. A peer for the streaming rate runs on the same files: Spark's own
-stateful aggregation (a windowed count), all in the JVM.
+stateful aggregation (a windowed count), all in the JVM. Floors: the batch transport with no
+operator (the rows ``threshold_frames`` ships, packed, shuffled and unpacked; and only read into
+Python), and a micro-batch of one row through threshold frames, through a pass-through Python
+stateful processor and through Spark's own stateful count.
 
     .venv/bin/python bench/frames.py             # 10 M rows; medians of 5 runs (3 streaming)
     .venv/bin/python bench/frames.py --rows 1e6  # quicker
@@ -124,13 +127,17 @@ def run_spark(spark, path: str, runs: int, shards: int) -> dict:
                                min_duration=f"{MIN_ROWS} rows", shards=shards)
         return out.filter("status = 'final'").toPandas()
 
+    floor_packed, floor_read = transport_floors(df, shards)
+    paths = (("sql", sql), ("batch", batch), ("floor_packed", floor_packed),
+             ("floor_read", floor_read))
     # One untimed run of each first (JVM JIT, Python workers), then the timed runs
-    # interleaved so that both paths see the same machine state.
-    sql(), batch()
-    times: dict[str, list[float]] = {"sql": [], "batch": []}
+    # interleaved so that every path sees the same machine state.
+    for _, fn in paths:
+        fn()
+    times: dict[str, list[float]] = {name: [] for name, _ in paths}
     outputs = {}
     for _ in range(runs):
-        for name, fn in (("sql", sql), ("batch", batch)):
+        for name, fn in paths:
             t0 = time.perf_counter()
             outputs[name] = fn()
             times[name].append(time.perf_counter() - t0)
@@ -139,11 +146,111 @@ def run_spark(spark, path: str, runs: int, shards: int) -> dict:
         file=sys.stderr)
     out = {name: (statistics.median(times[name]), canonical(outputs[name]))
            for name in ("sql", "batch")}
+    out.update({name: (statistics.median(times[name]), None)
+                for name in ("floor_packed", "floor_read")})
     # Each batch run against the SQL run just before it: the machine's drift cancels out.
     paired = [s / b for s, b in zip(times["sql"], times["batch"], strict=True)]
     out["spark_runs"] = {"sql_seconds": times["sql"], "batch_seconds": times["batch"],
                          "median_paired_ratio": statistics.median(paired)}
     return out
+
+
+def transport_floors(df, shards: int):
+    """Two stripped-down jobs over the columns ``threshold_frames`` ships to Python (the
+    shard, the key's text, the time in µs with the predicate's code in its two low bits):
+    packed where read, shuffled to a task per shard and unpacked there, with no operator (the
+    fastest any Python code in the operator's place can go on this transport); and only read
+    into Python where read, with no shuffle (what moving the rows out of the JVM costs)."""
+    import functools
+
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    from windowkit.spark import adapter
+
+    shipped = df.select(
+        F.pmod(F.hash("router"), F.lit(shards)).cast("int").alias(adapter.SHARD),
+        F.col("router").alias("key"),
+        (F.unix_micros("time") * 4 + (F.col("loss_rate") > THRESHOLD).cast("long") + 1
+         ).alias("time"))
+
+    def count_packed(batches):
+        rows = sum(pa.ipc.open_stream(blob).read_all().num_rows
+                   for batch in batches for blob in batch.column(adapter.PAYLOAD).to_pylist())
+        yield pa.RecordBatch.from_pydict({"rows": [rows]})
+
+    def count(batches):
+        yield pa.RecordBatch.from_pydict({"rows": [sum(b.num_rows for b in batches)]})
+
+    def packed():
+        pack = functools.partial(adapter._pack_rows, adapter.spread_group_ids(shards), False)
+        moved = shipped.mapInArrow(pack, adapter.PACKED_SCHEMA).repartition(shards,
+                                                                             adapter.SHARD)
+        return moved.mapInArrow(count_packed, "rows long").collect()
+
+    def read():
+        return shipped.mapInArrow(count, "rows long").collect()
+
+    return packed, read
+
+
+def one_row_micro_batches(spark, workdir: str, shards: int) -> dict:
+    """Milliseconds a micro-batch of one row takes (median ``triggerExecution`` of the
+    micro-batches after the first two, 12 one-row files, one per micro-batch): threshold
+    frames; the floor of any Python stateful step, a ``transformWithStateInPandas`` processor
+    that keeps one value per key and passes its rows on; Spark's own stateful count."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+    from pyspark.sql.streaming import StatefulProcessor
+
+    from windowkit.spark import threshold_frames
+
+    source = os.path.join(workdir, "one_row_in")
+    os.makedirs(source)
+    start = pd.Timestamp("2024-01-01", tz="UTC")
+    for i in range(12):
+        file = os.path.join(source, f"part-{i:03d}.parquet")
+        pd.DataFrame({"router": ["r1"], "time": [start + pd.Timedelta(minutes=i)],
+                      "loss_rate": [0.004 * (i % 2)]}).astype(
+            {"time": "datetime64[us, UTC]"}).to_parquet(file, index=False)
+        os.utime(file, (1_700_000_000 + i, 1_700_000_000 + i))
+
+    class PassThrough(StatefulProcessor):
+        def init(self, handle):
+            self.rows = handle.getValueState(
+                "rows", T.StructType([T.StructField("rows", T.LongType())]))
+
+        def handleInputRows(self, key, rows, timerValues):
+            n = sum(len(r) for r in rows)
+            self.rows.update((n,))
+            yield pd.DataFrame({"router": [key[0]], "rows": [n]})
+
+        def close(self):
+            pass
+
+    def stream():
+        return file_stream(spark, source)
+
+    queries = {
+        "threshold_frames": lambda: threshold_frames(
+            stream(), "time", f"loss_rate > {THRESHOLD}", by="router",
+            min_duration=f"{MIN_ROWS} rows", late="10 minutes", shards=shards),
+        "floor: pass-through transformWithStateInPandas": lambda: (
+            stream().withWatermark("time", "10 minutes").groupBy("router")
+            .transformWithStateInPandas(PassThrough(), "router string, rows long", "Append",
+                                        "EventTime")),
+        "Spark's own stateful count": lambda: (
+            stream().withWatermark("time", "10 minutes")
+            .groupBy(F.window("time", "1 hour"), "router").agg(F.count("*").alias("n"))),
+    }
+    out: dict[str, list[float]] = {name: [] for name in queries}
+    for run in range(2):  # the first query of each pays its one-time start
+        for i, (name, query) in enumerate(queries.items()):
+            _, progress, _ = run_query(spark, query(), workdir, f"one_row_{run}_{i}")
+            busy = [p for p in progress if p["numInputRows"] > 0][2:]
+            out[name].append(statistics.median(p["durationMs"]["triggerExecution"]
+                                               for p in busy))
+    return {name: ms[-1] for name, ms in out.items()}
 
 
 def write_stream_files(readings: pd.DataFrame, workdir: str, n_files: int) -> tuple[str, int]:
@@ -275,6 +382,7 @@ def main() -> None:
     spark_runs = results.pop("spark_runs")
     source, far_us = write_stream_files(readings, workdir, args.files)
     stream_runs = run_streams(spark, source, workdir, shards, args.stream_runs)
+    one_row = one_row_micro_batches(spark, workdir, shards)
     median_run = stream_runs["median_run"]
     profile = micro_batch_profile(stream_runs["progress"][median_run])
     results["streaming"] = (stream_runs["seconds"][median_run],
@@ -290,6 +398,8 @@ def main() -> None:
         "time_ordered_strings": "(a) same, keys as Python strings (hashed by the framer)",
         "key_grouped": "(a') core ThresholdFramer, rows grouped by key",
         "batch": "(b) threshold_frames, Spark batch",
+        "floor_packed": "(f) floor: (b)'s shipped rows packed, shuffled, unpacked, no operator",
+        "floor_read": "(f') floor: (b)'s shipped rows read into Python, no shuffle",
         "streaming": f"(d) threshold_frames, Structured Streaming, {args.files} files",
         "streaming_peer": "(e) peer: Spark's own hourly count per router, streaming, same files",
     }
@@ -299,7 +409,7 @@ def main() -> None:
     still_open = expected_stream["end"] == expected_stream["last"] + 1
     expected_stream.loc[still_open, "end"] = far_us
     for name in ("sql", "time_ordered", "time_ordered_strings", "key_grouped", "batch",
-                 "streaming", "streaming_peer"):
+                 "floor_packed", "floor_read", "streaming", "streaming_peer"):
         secs, frames = results[name]
         if frames is None:  # the peer computes something else: a rate to compare, no frames
             same, n_frames = None, None
@@ -326,10 +436,13 @@ def main() -> None:
           f"{profile['first_batch_s']} s; later full ones "
           f"{profile['later_full_batches_rows_per_s'] / 1e6:.2f} M rows/s; a micro-batch of "
           f"at most one row {profile['empty_batch_s']} s")
+    print("a micro-batch of one row (ms, median, second query of each): " + "; ".join(
+        f"{name} {ms:.0f}" for name, ms in one_row.items()))
     os.makedirs(args.output, exist_ok=True)
     report = {"rows": n, "keys": args.keys, "runs": args.runs, "master": args.master,
               "shards": shards, "machine": f"{platform.machine()} {os.cpu_count()} cores",
               "results": rows, "spark_runs": spark_runs, "streaming_profile": profile,
+              "one_row_micro_batch_ms": one_row,
               "streaming_runs": {"frames_seconds": stream_runs["seconds"],
                                  "peer_seconds": stream_runs["peer_seconds"],
                                  "every_query_same_frames": all(
