@@ -190,15 +190,13 @@ def spark_data(rows: int, workdir: str, n_files: int = 10) -> tuple[str, str]:
 
 
 def separate_windows(df):
-    """(a) one ``window()`` aggregation per level, as a user would write them, unioned.
-
-    ``startTime`` of 1 µs gives windows ``[tc - w + 1 µs, tc + 1 µs)`` with ``tc`` on whole
-    slides: the closed scope ``[tc - w + 1, tc]`` of ``multi_granular``'s reports."""
+    """(a) one ``window()`` aggregation per level, as a user would write them, unioned: the
+    windows ``[start, start + w)`` with ``start`` on whole slides, ``multi_granular``'s own."""
     from pyspark.sql import functions as F
 
     parts = []
     for k, (w, b) in enumerate(SPARK_LEVELS):
-        win = F.window("t", f"{w} seconds", f"{b} seconds", "1 microsecond")
+        win = F.window("t", f"{w} seconds", f"{b} seconds")
         parts.append(df.groupBy("source", win.alias("w")).agg(
             F.count(F.lit(1)).alias("count"), F.sum("duration").alias("sum"),
             F.avg("duration").alias("mean"), F.min("duration").alias("min"),
@@ -212,33 +210,33 @@ def separate_windows(df):
 
 
 def expert_sql(spark, table: str):
-    """(b) panes per finest granule (10 s), then each pane expanded into the windows of each
-    level that hold it, merged per window ("No pane, no gain")."""
+    """(b) panes per finest granule (10 s, ``[p b0, (p + 1) b0)``), then each pane expanded
+    into the windows of each level that hold it, merged per window ("No pane, no gain")."""
     spark.read.parquet(table).createOrReplaceTempView("records")
     b0 = SPARK_LEVELS[0][1] * 1_000_000
     spark.sql(f"""
-        SELECT source, (unix_micros(t) + {b0 - 1}) div {b0} AS pane, count(*) AS n,
+        SELECT source, floor(unix_micros(t) / {b0}) AS pane, count(*) AS n,
                sum(duration) AS s, min(duration) AS lo, max(duration) AS hi
-        FROM records GROUP BY source, (unix_micros(t) + {b0 - 1}) div {b0}
+        FROM records GROUP BY source, floor(unix_micros(t) / {b0})
     """).createOrReplaceTempView("panes")
     selects = []
     for k, (w, b) in enumerate(SPARK_LEVELS):
         r, n = b * 1_000_000 // b0, w * 1_000_000 // b0
-        # a pane ending at granule p lies in the windows ending at granules G = p .. p + n - 1
+        # pane p lies in the windows [G b0 - w, G b0) ending at granules G = p + 1 .. p + n
         # with G a multiple of r
         selects.append(f"""
             SELECT source, {k} AS level, g, sum(n) AS count, sum(s) AS sum,
                    sum(s) / sum(n) AS mean, min(lo) AS min, max(hi) AS max
             FROM (SELECT source, n, s, lo, hi,
-                         explode(sequence(((pane + {r - 1}) div {r}) * {r},
-                                          pane + {n - 1}, {r})) AS g
+                         explode(sequence(((pane + {r}) div {r}) * {r},
+                                          pane + {n}, {r})) AS g
                   FROM panes)
             GROUP BY source, g""")
     union = " UNION ALL ".join(selects)
     return spark.sql(f"""
         SELECT source, level, timestamp_micros(g * {b0} - CASE level {
             ' '.join(f'WHEN {k} THEN {w * 1_000_000}' for k, (w, _) in enumerate(SPARK_LEVELS))
-        } END + 1) AS window_start, timestamp_micros(g * {b0} + 1) AS window_end,
+        } END) AS window_start, timestamp_micros(g * {b0}) AS window_end,
                count, sum, mean, min, max
         FROM ({union})""")
 
