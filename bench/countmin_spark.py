@@ -44,7 +44,7 @@ from pathlib import Path
 import pandas as pd
 
 from windowkit.datasets.countmin_streams import zipf_ids
-from windowkit.spark.adapter import shard_task
+from windowkit.spark.adapter import spread_group_ids
 
 EPSILON, DELTA, WINDOW, SHARDS = 0.001, 1 / 16, 1_000_000, 2
 SHUFFLED = "DistCM proportional, rows not in time order"
@@ -107,8 +107,9 @@ def time_ordered_floor(spark, path: str) -> float:
     df = spark.read.parquet(path)
     start = time.perf_counter()
     site = F.pmod(F.col("t"), F.lit(SHARDS))  # round robin over positions, as the job
-    # one task per site, as the adapter partitions explicit shards
-    task = shard_task(site, SHARDS)
+    # one task per site: each site's value that hash partitioning sends to a task of its own
+    group_ids = F.array(*[F.lit(g) for g in spread_group_ids(SHARDS)])
+    task = F.element_at(group_ids, site.cast("int") + 1)
     shipped = df.select(task.alias("task"), (F.col("t") * 1000).alias("time"), "item")
     rows = shipped.repartition(SHARDS, "task").mapInArrow(count_rows, "rows long").collect()
     elapsed = time.perf_counter() - start

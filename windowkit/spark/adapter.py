@@ -611,22 +611,6 @@ def spread_group_ids(shards: int) -> list[int]:
     return ids
 
 
-def shard_task(shard: Column, shards: int) -> Column:
-    """The value to ``repartition(shards, ...)`` by so that shard ``s`` (an int column in
-    ``[0, shards)``) lands in partition ``s``: its :func:`spread_group_ids` entry.
-
-    Examples
-    --------
-    >>> df = spark.range(4).select((F.col("id") % 2).cast("int").alias("s"))
-    >>> parts = df.repartition(2, shard_task(F.col("s"), 2)).select(
-    ...     "s", F.spark_partition_id().alias("p")).distinct().orderBy("s").collect()
-    >>> [(r.s, r.p) for r in parts]
-    [(0, 0), (1, 1)]
-    """
-    ids = F.array(*[F.lit(g) for g in spread_group_ids(shards)])
-    return F.element_at(ids, shard.cast("int") + 1)
-
-
 def spark_hash_int(value: int) -> int:
     """Spark's ``hash()`` of an ``int`` (Murmur3 x86 32-bit, seed 42), which its hash
     partitioning takes modulo the number of partitions.

@@ -95,4 +95,15 @@ def quoted(name: str) -> Column:
     >>> spark.createDataFrame([(1,)], "`a.b` int").select(quoted("a.b")).columns
     ['a.b']
     """
-    return F.col("`" + name.replace("`", "``") + "`")
+    return F.col(quoted_name(name))
+
+
+def quoted_name(name: str) -> str:
+    """``name`` as a SQL identifier, quoted: the column of exactly that name in SQL text.
+
+    Examples
+    --------
+    >>> quoted_name("a.b"), quoted_name("x`y")
+    ('`a.b`', '`x``y`')
+    """
+    return "`" + name.replace("`", "``") + "`"

@@ -165,7 +165,6 @@ class EventTime:
         per = _MICROS_PER[self.unit]
         return micros if per == 1 else F.ceil(micros / F.lit(per)).cast("long")
 
-
     def micros_sql(self, column: str) -> str:
         """:meth:`micros` as SQL text over ``column`` (SQL text naming this column), for a
         plan Python builds no Column of (the projection a SQL table function asks Spark for,

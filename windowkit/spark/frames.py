@@ -26,6 +26,7 @@ from windowkit.spark.adapter import (
     named,
     run_operator,
 )
+from windowkit.spark.columns import quoted_name
 from windowkit.spark.event_time import TimeUnit, event_time
 from windowkit.spark.keys import KeyLike, resolve_key
 from windowkit.spark.rejected import deprecated_splitter
@@ -252,7 +253,7 @@ def predicate_code_sql(when: str, fields: list[T.StructField]) -> str:
     missing = ["false"]
     types = {f.name: f.dataType for f in fields}
     for name in _referenced_columns(list(types), when):
-        column = f"`{name.replace('`', '``')}`"
+        column = quoted_name(name)
         missing.append(f"{column} IS NULL")
         if isinstance(types[name], (T.FloatType, T.DoubleType, T.StringType)):
             number = f"try_cast({column} AS DOUBLE)"

@@ -1,4 +1,4 @@
-"""windowkit's functions as Spark SQL table functions (issue #37).
+"""windowkit's functions as Spark SQL table functions.
 
 :func:`register_sql` registers ``windowkit_<function>`` for every function whose descriptor
 declares a :class:`~windowkit.technique.SqlSignature`. Nothing here is written per technique:
@@ -53,6 +53,7 @@ from windowkit.spark.adapter import (
     default_shards,
     run_to_end,
 )
+from windowkit.spark.columns import quoted_name
 from windowkit.spark.event_time import EventTime, time_kind
 from windowkit.spark.frames import predicate_code_sql
 from windowkit.spark.keys import _JSON_OPTIONS
@@ -68,10 +69,7 @@ _INPUT = "wk_input_"  # and the operator input's name
 #: Output types of a SQL table function's times, by the time column's kind.
 _TIME_TYPES = {"instant": T.TimestampType(), "wall_clock": T.TimestampNTZType(),
                "integer": T.LongType()}
-#: How an operator input of each declared type travels in SQL (a ``"code"`` input is a
-#: predicate's code, :func:`~windowkit.spark.frames.predicate_code_sql`).
-_INPUT_CASTS = {"float64": "DOUBLE", "int64": "BIGINT", "string": "STRING", "category": "STRING",
-                "bool": "BOOLEAN"}
+#: How an operator input of each declared type reaches the operator from a SQL call.
 _ARROW_INPUTS = {"float64": pa.float64(), "int64": pa.int64(), "string": pa.string(),
                  "category": pa.string(), "bool": pa.bool_(), "code": pa.int8()}
 
@@ -278,17 +276,13 @@ def _key_names(by: Any, parameter: str | None, fields: dict) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _quoted(name: str) -> str:
-    return f"`{name.replace('`', '``')}`"
-
-
 def _key_text(keys: tuple[str, ...]) -> str:
     """The SQL text of the value the key travels as (see :mod:`windowkit.spark.keys`)."""
     if not keys:
         return "''"
     if len(keys) == 1:
-        return f"CAST({_quoted(keys[0])} AS STRING)"
-    fields = ", ".join(f"'{k}', {_quoted(k)}" for k in keys)
+        return f"CAST({quoted_name(keys[0])} AS STRING)"
+    fields = ", ".join(f"'{k}', {quoted_name(k)}" for k in keys)
     options = ", ".join(f"'{k}', \"{v}\"" for k, v in _JSON_OPTIONS.items())
     return f"to_json(named_struct({fields}), map({options}))"
 
@@ -299,8 +293,8 @@ def _projection(step: StepFunction, params: dict, table: T.StructType, inputs: d
     """The columns Spark computes for the UDTF, as the adapter's projection: the key's text,
     the event time in µs (null for a malformed row), the operator's inputs, the key's own
     values, and a malformed row's JSON (null for the others)."""
-    micros = clock.micros_sql(_quoted(time_name))
-    malformed = [f"{micros} IS NULL", *[f"{_quoted(k)} IS NULL" for k in keys]]
+    micros = clock.micros_sql(quoted_name(time_name))
+    malformed = [f"{micros} IS NULL", *[f"{quoted_name(k)} IS NULL" for k in keys]]
     columns = {}
     for name, kind in inputs.items():
         text = params[step.sql.inputs[name]]
@@ -313,14 +307,15 @@ def _projection(step: StepFunction, params: dict, table: T.StructType, inputs: d
             malformed.append(f"NOT {micros} BETWEEN {-FOLD_LIMIT} AND {FOLD_LIMIT}")
             columns[name] = predicate_code_sql(text, table.fields)
         else:
-            columns[name] = f"try_cast(({text}) AS {_INPUT_CASTS[kind]})"
+            spark_type = T.StringType() if kind == "category" else _SPARK_TYPES[kind]
+            columns[name] = f"try_cast(({text}) AS {spark_type.simpleString()})"
     flagged = [f"({columns[n]}) IS NULL" for n, kind in inputs.items() if kind == "code"]
-    row = ", ".join(_quoted(f.name) for f in table.fields)
+    row = ", ".join(quoted_name(f.name) for f in table.fields)
     bad = " OR ".join(malformed)
     return [SelectedColumn(key_text, _KEY_COLUMN),
             SelectedColumn(f"CASE WHEN NOT ({bad}) THEN {micros} END", _TIME_COLUMN),
             *[SelectedColumn(text, f"{_INPUT}{name}") for name, text in columns.items()],
-            *[SelectedColumn(_quoted(k), f"{_KEY_VALUE}{i}") for i, k in enumerate(keys)],
+            *[SelectedColumn(quoted_name(k), f"{_KEY_VALUE}{i}") for i, k in enumerate(keys)],
             SelectedColumn(f"CASE WHEN {' OR '.join([bad, *flagged])} "
                            f"THEN to_json(struct({row})) END", _DETAIL_COLUMN)]
 
