@@ -7,7 +7,9 @@ script checks that, prints a table of rows/s with ratios to the SQL query, and w
 stateful aggregation (a windowed count), all in the JVM. Floors: the batch transport with no
 operator (the rows ``threshold_frames`` ships, packed, shuffled and unpacked; and only read into
 Python), and a micro-batch of one row through threshold frames, through a pass-through Python
-stateful processor and through Spark's own stateful count.
+stateful processor and through Spark's own stateful count. The same frames from SQL, through the
+table function ``windowkit_threshold_frames`` (``register_sql``): Spark feeds a table function
+row by row, so it runs once (``--sql-function-runs``) and is compared with the batch function.
 
     .venv/bin/python bench/frames.py             # 10 M rows; medians of 5 runs (3 streaming)
     .venv/bin/python bench/frames.py --rows 1e6  # quicker
@@ -153,6 +155,31 @@ def run_spark(spark, path: str, runs: int, shards: int) -> dict:
     out["spark_runs"] = {"sql_seconds": times["sql"], "batch_seconds": times["batch"],
                          "median_paired_ratio": statistics.median(paired)}
     return out
+
+
+SQL_FUNCTION = f"""
+SELECT * FROM windowkit_threshold_frames(
+  TABLE(readings), time => 'time', when => 'loss_rate > {THRESHOLD}', by => 'router',
+  min_duration => '{MIN_ROWS} rows', shards => {{shards}})
+WHERE status = 'final'
+"""
+
+
+def run_sql_function(spark, path: str, runs: int, shards: int) -> tuple[float, pd.DataFrame]:
+    """Median seconds and frames of ``windowkit_threshold_frames`` called from SQL on the same
+    readings as :func:`run_spark` (same parameters and shards as its batch run)."""
+    from windowkit.spark import register_sql
+
+    register_sql(spark)
+    spark.read.parquet(path).createOrReplaceTempView("readings")
+    times, out = [], None
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        out = spark.sql(SQL_FUNCTION.format(shards=shards)).toPandas()
+        times.append(time.perf_counter() - t0)
+    print("SQL table function seconds per run: " + ", ".join(f"{t:.1f}" for t in times),
+          file=sys.stderr)
+    return statistics.median(times), canonical(out)
 
 
 def transport_floors(df, shards: int):
@@ -360,6 +387,8 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=10, help="files for the streaming run")
     parser.add_argument("--stream-runs", type=int, default=3,
                         help="streaming queries per path (median)")
+    parser.add_argument("--sql-function-runs", type=int, default=1,
+                        help="runs of the SQL table function (0: skip it)")
     parser.add_argument("--shards", type=int, default=None)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--output", default=os.path.join(os.path.dirname(__file__), "results"))
@@ -380,6 +409,8 @@ def main() -> None:
     shards = args.shards or int(spark.conf.get("spark.sql.shuffle.partitions"))
     results.update(run_spark(spark, path, args.runs, shards))
     spark_runs = results.pop("spark_runs")
+    if args.sql_function_runs:
+        results["sql_function"] = run_sql_function(spark, path, args.sql_function_runs, shards)
     source, far_us = write_stream_files(readings, workdir, args.files)
     stream_runs = run_streams(spark, source, workdir, shards, args.stream_runs)
     one_row = one_row_micro_batches(spark, workdir, shards)
@@ -398,6 +429,7 @@ def main() -> None:
         "time_ordered_strings": "(a) same, keys as Python strings (hashed by the framer)",
         "key_grouped": "(a') core ThresholdFramer, rows grouped by key",
         "batch": "(b) threshold_frames, Spark batch",
+        "sql_function": "(g) windowkit_threshold_frames, the SQL table function",
         "floor_packed": "(f) floor: (b)'s shipped rows packed, shuffled, unpacked, no operator",
         "floor_read": "(f') floor: (b)'s shipped rows read into Python, no shuffle",
         "streaming": f"(d) threshold_frames, Structured Streaming, {args.files} files",
@@ -409,7 +441,9 @@ def main() -> None:
     still_open = expected_stream["end"] == expected_stream["last"] + 1
     expected_stream.loc[still_open, "end"] = far_us
     for name in ("sql", "time_ordered", "time_ordered_strings", "key_grouped", "batch",
-                 "floor_packed", "floor_read", "streaming", "streaming_peer"):
+                 "sql_function", "floor_packed", "floor_read", "streaming", "streaming_peer"):
+        if name not in results:
+            continue
         secs, frames = results[name]
         if frames is None:  # the peer computes something else: a rate to compare, no frames
             same, n_frames = None, None
@@ -426,6 +460,9 @@ def main() -> None:
         print(f"{r['path']:<{width}}  {r['seconds']:>8.2f}  {r['rows_per_s'] / 1e6:>9.2f}  "
               f"{r['ratio_to_sql']:>6.2f}  {r['frames'] or '-':>7}  "
               f"{'-' if r['same_frames_as_sql'] is None else r['same_frames_as_sql']}")
+    if "sql_function" in results:
+        print(f"\nthe SQL table function against threshold_frames (batch): "
+              f"{results['sql_function'][0] / results['batch'][0]:.1f}x its time")
     print(f"\nSpark batch vs SQL, median of the runs' paired ratios: "
           f"{spark_runs['median_paired_ratio']:.2f}")
     print(f"streaming, {args.stream_runs} queries: "
