@@ -210,7 +210,8 @@ def transport_floors(df, shards: int):
         yield pa.RecordBatch.from_pydict({"rows": [sum(b.num_rows for b in batches)]})
 
     def packed():
-        pack = functools.partial(adapter._pack_rows, adapter.spread_group_ids(shards), False)
+        pack = functools.partial(adapter._pack_rows, adapter.spread_group_ids(shards), False,
+                                 coded=(adapter.KEY,))
         moved = shipped.mapInArrow(pack, adapter.PACKED_SCHEMA).repartition(shards,
                                                                              adapter.SHARD)
         return moved.mapInArrow(count_packed, "rows long").collect()

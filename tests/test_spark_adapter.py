@@ -14,12 +14,15 @@ from pyspark.sql import functions as F
 from windowkit.core.frames import ThresholdFramer
 from windowkit.core.operator import StreamOperator
 from windowkit.spark.adapter import (
+    FLAG_SEPARATOR,
+    FLAGGED_CODE,
     PAYLOAD,
     SHARD,
     OperatorJob,
     _arrow_to_frame,
     _own_watermark_delay,
     _pack_rows,
+    _take_rejected,
     _unpack_rows,
     run_operator,
     spark_hash_int,
@@ -297,6 +300,47 @@ def test_packed_rows_come_back_unchanged_from_a_compressed_payload():
         assert len(blob) < 0.75 * plain.getvalue().size  # keys and times compress
         back = _unpack_rows(iter([pd.DataFrame({PAYLOAD: [blob]})]))
         assert back.equals(pa.Table.from_batches([own]))
+
+
+def test_coded_text_columns_reach_the_operator_as_the_same_codes_and_rejected_rows(spark):
+    """Text columns packed as dictionary codes (each batch with its own dictionary) give the
+    operator the same frame, and the same malformed and flagged rows, as packed as text."""
+    import pandas as pd
+    import pyarrow as pa
+
+    def batch(keys, times, codes):
+        shipped = [None if t is None else t * 4 + c for t, c in zip(times, codes, strict=True)]
+        return pa.RecordBatch.from_pydict({
+            "key": keys, "time": pa.array(shipped, pa.int64()), "call": keys[::-1],
+            SHARD: pa.array([0] * len(keys), pa.int32())})
+
+    flagged = f"b{FLAG_SEPARATOR}{{\"host\":\"b\"}}"
+    batches = [batch(["a", "b", '{"host":null}'], [1, 2, None], [1, 2, 0]),
+               batch(["c", flagged, "a"], [3, 4, 5], [2, FLAGGED_CODE, 1])]
+
+    def through(coded):
+        packed = list(_pack_rows([0], False, iter(batches), coded=coded))
+        blobs = [blob for p in packed for blob in p.column(PAYLOAD).to_pylist()]
+        pieces, rejected = [], []
+        for blob in blobs:
+            good, bad = _take_rejected(_unpack_rows(iter([pd.DataFrame({PAYLOAD: [blob]})])),
+                                       ["call"], "value")
+            pieces.append(good)
+            rejected.append(bad)
+        frame = _arrow_to_frame(pa.concat_tables(pieces), "value", ("call",))
+        return frame, pd.concat(rejected, ignore_index=True), pieces
+
+    frame, rejected, pieces = through(("key", "call"))
+    assert pa.types.is_dictionary(pieces[0].column("key").type)
+    plain_frame, plain_rejected, _ = through(())
+    for name in ("key", "call"):
+        assert isinstance(frame[name].dtype, pd.CategoricalDtype)
+        assert frame[name].astype(object).tolist() == plain_frame[name].astype(object).tolist()
+    assert frame[["time", "value"]].equals(plain_frame[["time", "value"]])
+    assert frame["key"].astype(object).tolist() == ["a", "b", "c", "b", "a"]
+    assert frame["value"].tolist() == [0, 1, 1, -1, 0]
+    assert rejected.astype(object).equals(plain_rejected.astype(object))
+    assert rejected["detail"].tolist() == ['{"host":null}', '{"host":"b"}']
 
 
 def test_a_watermark_on_the_streams_own_timestamp_column_is_the_event_times(spark, tmp_path):

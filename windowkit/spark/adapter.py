@@ -401,7 +401,8 @@ def run_operator(
         # the watermark, defined above on the rows themselves, is unchanged by the packing.
         group_ids = spread_group_ids(shards)
         packed = prepared.mapInArrow(
-            functools.partial(_pack_rows, group_ids, watermark_on == EVENT_TIME), PACKED_SCHEMA)
+            functools.partial(_pack_rows, group_ids, watermark_on == EVENT_TIME,
+                              coded=_coded_columns(job, key_carrier)), PACKED_SCHEMA)
         out = packed.groupBy(SHARD).transformWithStateInPandas(
             statefulProcessor=_RunnerProcessor(job.factory, job.shipped(),
                                                job.folded, _own_watermark_delay(df, late),
@@ -424,8 +425,9 @@ def run_operator(
         # every row (threshold frames, 10 M rows: 3.9 s -> 2.7 s). Each shard's blobs meet in
         # a task of its own, the shard's partition (see spread_group_ids).
         group_ids = spread_group_ids(shards)
-        packed = prepared.mapInArrow(functools.partial(_pack_rows, group_ids, False),
-                                     PACKED_SCHEMA)
+        packed = prepared.mapInArrow(
+            functools.partial(_pack_rows, group_ids, False, coded=_coded_columns(job)),
+            PACKED_SCHEMA)
         partitioned = packed.repartition(shards, SHARD)
         # A batch's rejected rows are all malformed, and they alone have a detail: the label
         # is made in the JVM below, not sent from Python as a column of every row.
@@ -634,16 +636,34 @@ def spark_hash_int(value: int) -> int:
     return h1 - (1 << 32) if h1 >= 1 << 31 else h1
 
 
+def _coded_columns(job: OperatorJob, key_carrier: str | None = None) -> tuple[str, ...]:
+    """The shipped text columns the operator takes as dictionary codes (a Categorical): the
+    key, the column carrying a stream's key, and the ``categorical`` inputs.
+
+    Examples
+    --------
+    >>> from windowkit.core.frames import ThresholdFramer
+    >>> _coded_columns(OperatorJob(ThresholdFramer, {"value": F.lit(True)}), "wk_original_0")
+    ('key', 'wk_original_0')
+    """
+    return (KEY, *([key_carrier] if key_carrier is not None else []), *job.categorical)
+
+
 def _pack_rows(group_ids: list[int], has_event_time: bool,
-               batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+               batches: Iterator[pa.RecordBatch],
+               coded: tuple[str, ...] = ()) -> Iterator[pa.RecordBatch]:
     """One row per (input batch, shard) holding the rows as Arrow IPC, its shard as the
     shard's group id (an event-time column of a stream's watermark is read in the JVM and
-    dropped here)."""
+    dropped here). The ``coded`` text columns travel dictionary-encoded: the operator takes
+    them as codes anyway, and codes compress and decode far faster than the text (threshold
+    frames, 5 M readings of 1,000 routers: 14.2 MB -> 1.2 MB packed; packing, unpacking and
+    the operator's frame 0.48 -> 0.22 s of CPU)."""
     for batch in batches:
         if has_event_time:
             batch = batch.drop_columns([EVENT_TIME])
         shards, payloads = [], []
         for shard, part in _split_by_shard(batch):
+            part = _dictionary_coded(part, coded)
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, part.schema, options=PACKED_IPC_OPTIONS) as writer:
                 writer.write_batch(part)
@@ -660,6 +680,30 @@ def _unpack_rows(frames: Iterator[pd.DataFrame]) -> pa.Table:
     return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
 
+def _dictionary_coded(rows: pa.RecordBatch, names: tuple[str, ...]) -> pa.RecordBatch:
+    """``rows`` with its text columns among ``names`` dictionary-encoded (each batch with a
+    dictionary of its own; Arrow unifies them where the codes are read as a Categorical).
+
+    Examples
+    --------
+    >>> rows = pa.RecordBatch.from_pydict({KEY: ["a", "b", "a"], TIME: [1, 2, 3]})
+    >>> _dictionary_coded(rows, (KEY,)).column(0).indices.to_pylist()
+    [0, 1, 0]
+    """
+    arrays = [pc.dictionary_encode(column) if name in names and column.type == pa.string()
+              else column for name, column in zip(rows.schema.names, rows.columns, strict=True)]
+    return pa.RecordBatch.from_arrays(arrays, names=rows.schema.names)
+
+
+def _is_coded_text(data_type: pa.DataType) -> bool:
+    return pa.types.is_dictionary(data_type) and data_type.value_type == pa.string()
+
+
+def _text(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """A text column as plain text, whether it travelled dictionary-encoded or not."""
+    return pc.cast(column, pa.string()) if _is_coded_text(column.type) else column
+
+
 def _key_from_carrier(rows: pa.Table, carrier: str) -> pa.Table:
     """``rows`` (no malformed ones) with the key column made from the column that carries
     the user's key (text as it is, integers as their decimal text, as Spark casts them).
@@ -671,7 +715,7 @@ def _key_from_carrier(rows: pa.Table, carrier: str) -> pa.Table:
     ['7', '-1']
     """
     text = rows.column(carrier)
-    if text.type != pa.string():
+    if text.type != pa.string() and not _is_coded_text(text.type):
         text = pc.cast(text, pa.string())
     return rows.set_column(rows.schema.get_field_index(KEY), KEY, text)
 
@@ -683,8 +727,8 @@ def _take_malformed(rows: pa.RecordBatch | pa.Table,
     if rows.column(TIME).null_count:
         valid = pc.is_valid(rows.column(TIME))
         detail = DETAIL_IN if DETAIL_IN in rows.column_names else KEY
-        rejected = pd.DataFrame({REJECTED: "malformed", DETAIL_OUT: rows.filter(
-            pc.invert(valid)).column(detail).to_pandas()})
+        rejected = pd.DataFrame({REJECTED: "malformed", DETAIL_OUT: _text(rows.filter(
+            pc.invert(valid)).column(detail)).to_pandas()})
         rows = rows.filter(valid)
     else:
         rejected = pd.DataFrame({REJECTED: [], DETAIL_OUT: []})
@@ -714,14 +758,17 @@ def _take_flagged(rows: pa.RecordBatch | pa.Table) -> tuple[pa.RecordBatch | pa.
     is_flagged = (times & FLAGGED_CODE) == FLAGGED_CODE
     if not is_flagged.any():
         return rows, pd.DataFrame({REJECTED: [], DETAIL_OUT: []})
-    keys = rows.column(KEY).to_numpy(zero_copy_only=False).copy()
+    key = rows.column(KEY)
+    keys = _text(key).to_numpy(zero_copy_only=False).copy()
     details = []
     for i in np.flatnonzero(is_flagged).tolist():
         keys[i], detail = keys[i].split(FLAG_SEPARATOR, 1)
         details.append(detail)
     times = np.where(is_flagged, times - FLAGGED_CODE, times)  # code 3 -> 0, i.e. value -1
     columns = {name: rows.column(name) for name in rows.column_names}
-    columns[KEY] = pa.array(keys, pa.string())
+    # coded as it came: every batch of a task must have one schema
+    columns[KEY] = (pc.dictionary_encode(pa.array(keys, pa.string()))
+                    if _is_coded_text(key.type) else pa.array(keys, pa.string()))
     columns[TIME] = pa.array(times, pa.int64())
     fixed = pa.table(columns) if isinstance(rows, pa.Table) else pa.RecordBatch.from_pydict(
         columns)
@@ -746,12 +793,14 @@ def _arrow_to_frame(table: pa.Table, folded: str | None = None,
     for name in table.column_names:
         column = table.column(name)
         if name == KEY or name in categorical:
-            # encoded chunk by chunk with one dictionary: no copy of the strings first
-            columns[name] = column.dictionary_encode().to_pandas()
+            # coded where packed (Arrow unifies the batches' dictionaries), or encoded here
+            # chunk by chunk with one dictionary: no copy of the strings first
+            coded = column if _is_coded_text(column.type) else column.dictionary_encode()
+            columns[name] = coded.to_pandas()
         elif name == TIME:
             columns[name] = column.to_numpy().astype(np.int64, copy=False)
         else:
-            columns[name] = column.to_pandas()
+            columns[name] = _text(column).to_pandas()
     if folded is not None:
         shipped = columns[TIME]
         columns[TIME] = shipped >> FOLD_BITS  # arithmetic shift: floor, right for times < 0
