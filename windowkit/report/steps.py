@@ -71,10 +71,10 @@ def with_source_defaults(step: StepRun, summary: RunSummary | None) -> StepRun:
     >>> with_source_defaults(step, run).arguments
     {'time': 't', 'by': 'pid'}
     """
-    if summary is None or step.inherited:
-        return step
     function = FUNCTIONS.get(step.function)
-    from_input = {} if function is None else function.from_input
+    if summary is None or step.inherited or function is None:
+        return step  # a sql step's query names its columns itself: it inherits nothing
+    from_input = function.from_input
     role = from_input.get("time", ("input", "time"))[0]
     source = next((s for s in summary.sources if s.name == step.input_names.get(role)), None)
     if source is None:
