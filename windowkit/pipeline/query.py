@@ -67,23 +67,21 @@ def query_tables(sql: str) -> QueryTables:
 
     tree = _parse(sql)
     defined = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-    tables: dict[str, None] = {}
-    arguments: dict[str, None] = {}
+    found: list[tuple[int, str, bool]] = []  # (where in the text, name, in a TABLE argument)
     functions: dict[str, None] = {}
     for node in tree.walk():
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous | exp.Func):
             functions[_function_name(node.this)] = None
         elif isinstance(node, exp.Table) and node.name and node.name.lower() not in defined:
-            name = ".".join(part.name for part in node.parts)
-            tables[name] = None
-            if _in_table_argument(node):
-                arguments[name] = None
+            found.append((_start(node), _dotted(node), _in_table_argument(node)))
         elif _is_table_argument(node) and isinstance(node.expressions[0], exp.Column):
             # TABLE(name): sqlglot reads the name as a column of a function named TABLE
-            name = ".".join(part.name for part in node.expressions[0].parts)
-            if name.lower() not in defined:
-                tables[name] = None
-                arguments[name] = None
+            column = node.expressions[0]
+            if column.parts[-1].name.lower() not in defined:
+                found.append((_start(column), _dotted(column), True))
+    found.sort(key=lambda entry: entry[0])
+    tables = dict.fromkeys(name for _, name, _ in found)
+    arguments = dict.fromkeys(name for _, name, argument in found if argument)
     return QueryTables(tuple(tables), tuple(arguments), tuple(functions))
 
 
@@ -131,6 +129,16 @@ def _token_text(detail: str) -> str:
         return "the end of the query" if text == "SENTINEL" else repr(text)
 
     return re.sub(r"<Token token_type: [^,]*, text: ([^,]*),[^>]*>", shown, detail)
+
+
+def _dotted(node) -> str:
+    """A table's name as written, its parts joined by dots (``db.t``)."""
+    return ".".join(part.name for part in node.parts)
+
+
+def _start(node) -> int:
+    """Where ``node``'s last name part starts in the query's text (sqlglot's token meta)."""
+    return node.parts[-1].meta.get("start", 0) if node.parts else 0
 
 
 def _function_name(node) -> str:
