@@ -60,7 +60,8 @@ def with_source_defaults(step: StepRun, summary: RunSummary | None) -> StepRun:
     """``step`` with ``time`` and ``by`` from its input's source when neither the pipeline
     file nor the runner (``inherited``) gave them.
 
-    ``fill_frames`` takes them from its ``data`` input, other functions from ``input``.
+    ``fill_frames`` takes them from its ``data`` input, other functions from ``input``; a step
+    of no windowkit function (a ``sql`` step) takes none.
 
     Examples
     --------
