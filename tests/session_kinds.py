@@ -460,6 +460,44 @@ def error_sql_bad_duration(spark, folder):
                               "min_duration => '3 apples'")).toPandas()
 
 
+# ------------------------------------------------------------------------------ pipelines
+#: A pipeline of sql steps: a windowkit table function on a source, a query of its output
+#: (a step name SQL must quote), each step's rows and rejected rows written (issue #37).
+SQL_PIPELINE = """\
+[pipeline]
+output = "out"
+report = ""
+[sources.readings]
+path = "in"
+time = "time"
+key = "router"
+[steps.loss-frames]
+sql = \"\"\"SELECT * FROM windowkit_threshold_frames(TABLE(readings), time => 'time',
+         by => 'router', when => 'loss_rate > 0.003', min_duration => '2 rows')\"\"\"
+[steps.long]
+sql = "SELECT router, start, `end` FROM `loss-frames` WHERE `end` - start > INTERVAL 30 SECONDS"
+"""
+
+
+@case
+def pipeline_sql_batch(spark, folder):
+    import io
+
+    from windowkit.cli.common import Progress
+    from windowkit.pipeline.runner import PipelineRun, check_pipeline_inputs
+    from windowkit.pipeline.spec import load_pipeline
+
+    os.makedirs(folder, exist_ok=True)
+    readings(spark).write.parquet(f"{folder}/in")
+    with open(f"{folder}/p.toml", "w") as handle:
+        handle.write(SQL_PIPELINE)
+    pipeline = load_pipeline(f"{folder}/p.toml")
+    PipelineRun(spark, pipeline, check_pipeline_inputs(pipeline),
+                progress=Progress(stream=io.StringIO())).run()
+    return pd.concat([pd.read_parquet(f"{folder}/out/{name}").assign(step=name)
+                      for name in ("loss-frames", "long", "rejected")])
+
+
 def run_case(name: str, spark, folder: str) -> pd.DataFrame:
     """The case's rows, or its error as one row (class and first line of the message)."""
     try:

@@ -28,6 +28,29 @@ FUNCTIONS: dict[str, StepFunction] = step_functions()
 #: Step-table keys that are not parameters of the function.
 STEP_KEYS = ("function", "description")
 
+#: What a step given as ``sql = "..."`` is called in place of a function (in its progress
+#: lines and the report), and the keys its table takes.
+SQL_STEP = "sql"
+SQL_STEP_KEYS = ("sql", "description")
+
+#: How a ``sql`` step's rows are treated, declared as a function's are: split as a windowkit
+#: function's when they carry its ``rejected`` and ``detail`` columns (a ``SELECT *`` of a
+#: windowkit table function), written as they are otherwise (see the runner's
+#: ``split_result``). Its inputs are the tables its query names, not roles.
+QUERY = StepFunction(SQL_STEP, "sql", roles=(), split="split_rejected", reason="rejected")
+
+
+def declaration(function: str) -> StepFunction:
+    """What a step calling ``function`` declares: its function's, or :data:`QUERY`'s for a
+    ``sql`` step.
+
+    Examples
+    --------
+    >>> declaration("threshold_frames").batch_only, declaration(SQL_STEP).roles
+    (False, ())
+    """
+    return QUERY if function == SQL_STEP else FUNCTIONS[function]
+
 
 class _Namespace(dict):
     """Names an annotation may use: the module's own, with Spark types read as TOML values."""
@@ -94,4 +117,5 @@ def accepted_parameters(name: str) -> list[str]:
     return sorted(parameter_model(name).model_fields)
 
 
-__all__ = ["FUNCTIONS", "STEP_KEYS", "StepFunction", "accepted_parameters", "parameter_model"]
+__all__ = ["FUNCTIONS", "QUERY", "SQL_STEP", "SQL_STEP_KEYS", "STEP_KEYS", "StepFunction",
+           "accepted_parameters", "declaration", "parameter_model"]

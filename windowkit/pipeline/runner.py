@@ -13,10 +13,15 @@ report, so no step is computed twice. Streaming (``stream=True``): each step is 
 own with its own checkpoint, written exactly once per micro-batch; a step reading an earlier
 step reads that step's output folder as a stream. Queries process what is there and stop
 (``availableNow``); run again to take up new files, from the checkpoints.
+
+A ``sql`` step runs its query with each source and earlier step it names as a temporary view
+under its own name (a stream where that input is one), windowkit's SQL table functions
+registered; its rows are written as a function step's are.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import re
@@ -40,7 +45,7 @@ from windowkit.cli.common import (
 from windowkit.cli.expressions import check_sql
 from windowkit.cli.ownership import CHECKPOINT, FILE, SPARK, remove_part
 from windowkit.cli.time_check import warn_time_outliers
-from windowkit.pipeline.functions import FUNCTIONS, StepFunction
+from windowkit.pipeline.functions import FUNCTIONS, SQL_STEP, StepFunction, declaration
 from windowkit.pipeline.kafka import kafka_missing
 from windowkit.pipeline.progress import REJECTION_REASONS, MicroBatchProgress, StageProgress
 from windowkit.pipeline.spec import (
@@ -65,7 +70,8 @@ def check_pipeline_inputs(pipeline: Pipeline, overwrite: bool = False,
     """What can be checked before Spark starts: each source's path, format and columns (a Kafka
     source: that Spark here loads its connector, unless it runs on a Spark Connect ``remote``),
     the columns each step names, its SQL predicates and expressions (against its input's
-    columns and, where known, types), custom framings, and the output location (with
+    columns and, where known, types), custom framings, a ``sql`` step's table functions and
+    the streams they would be handed (see :func:`check_query`), and the output location (with
     ``overwrite``, a step's rows and checkpoint from a run of the other kind, batch or stream,
     are removed).
 
@@ -85,7 +91,11 @@ def check_pipeline_inputs(pipeline: Pipeline, overwrite: bool = False,
     """
     infos = {name: _check_source(pipeline, name, source, remote)
              for name, source in pipeline.sources.items()}
+    streams = stream_flags(pipeline, stream)
     for step in pipeline.steps:
+        if step.function == SQL_STEP:
+            check_query(pipeline, step, streams)
+            continue
         _check_step_columns(pipeline, step, infos)
         _check_step_sql(pipeline, step, infos)
         for param in FUNCTIONS[step.function].objects:
@@ -132,6 +142,76 @@ def _inside_output(pipeline: Pipeline, path: str) -> str:
 def streaming_run(pipeline: Pipeline, stream: bool) -> bool:
     """Whether a run streams: a source is a stream (its own ``stream``, else ``--stream``)."""
     return any(stream if s.stream is None else s.stream for s in pipeline.sources.values())
+
+
+def stream_flags(pipeline: Pipeline, stream: bool) -> dict[str, bool]:
+    """Whether each source and step is a stream in a run (``stream``: ``--stream``): a source
+    by its own ``stream``, else as the run says; a step when one of its inputs is, unless its
+    function needs the whole input (it then runs over what the streams wrote).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> p = NS(sources={"r": NS(stream=None), "t": NS(stream=False)},
+    ...        steps=[NS(name="f", function="threshold_frames", inputs={"input": "r"}),
+    ...               NS(name="q", function="sql", inputs={"t": "t"}),
+    ...               NS(name="l", function="longest_frame", inputs={"input": "f"})])
+    >>> stream_flags(p, stream=True)
+    {'r': True, 't': False, 'f': True, 'q': False, 'l': False}
+    """
+    flags = {name: stream if source.stream is None else source.stream
+             for name, source in pipeline.sources.items()}
+    for step in pipeline.steps:
+        flags[step.name] = not declaration(step.function).batch_only and any(
+            flags[name] for name in step.inputs.values())
+    return flags
+
+
+def check_query(pipeline: Pipeline, step: Step, streams: dict[str, bool]) -> None:
+    """What Spark would refuse of a ``sql`` step's query, before Spark starts: a windowkit table
+    function it does not have, and a stream as a table function's ``TABLE`` argument (Spark
+    refuses one when the query starts: it would sort the stream to partition it).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> p = NS(where=lambda *key: "p.toml:9")
+    >>> step = Step("q", "sql", {"r": "r"}, {"sql": "SELECT * FROM windowkit_threshold_frames("
+    ...             "TABLE(r), time => 't', when => 'x > 1')"}, 9)
+    >>> check_query(p, step, {"r": False})
+    >>> check_query(p, step, {"r": True})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    windowkit.pipeline.spec.PipelineError: p.toml:9: step 'q': 'r' is a stream in this run, ...
+    """
+    from windowkit.pipeline.query import query_tables
+
+    where = pipeline.where("steps", step.name, "sql")
+    found = query_tables(step.params["sql"])  # it parsed when the file was read
+    _check_table_functions(where, step, found.functions)
+    by_name = {name.lower(): name for name in step.inputs}
+    for reference in found.table_arguments:
+        name = by_name.get(reference.lower(), reference)
+        if streams.get(name):
+            msg = (f"{where}: step {step.name!r}: {name!r} is a stream in this run, and Spark "
+                   "refuses a stream as a table function's TABLE argument; read it as a batch "
+                   "(`stream = false` on its source, or a run without --stream), or call the "
+                   "windowkit function in a `function` step, which takes streams")
+            raise PipelineError(msg)
+
+
+def _check_table_functions(where: str, step: Step, functions: tuple[str, ...]) -> None:
+    """Each ``windowkit_...`` table function the query calls is one of windowkit's."""
+    from windowkit.spark.sql import SQL_PREFIX, sql_functions
+
+    known = sorted(sql_functions())
+    for function in functions:
+        if function.lower().startswith(SQL_PREFIX) and function.lower() not in known:
+            close = difflib.get_close_matches(function.lower(), known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            msg = (f"{where}: step {step.name!r}: windowkit has no SQL table function "
+                   f"{function!r}{hint}; accepted: {', '.join(known)}")
+            raise PipelineError(msg)
 
 
 def _check_layouts(pipeline: Pipeline, streaming: bool, overwrite: bool) -> None:
@@ -339,10 +419,8 @@ class PipelineRun:
         self.infos = infos
         self.progress = progress or Progress()
         self.frames: dict[str, Any] = {}
-        #: Source or step name -> whether it is a stream: a source's own `stream`, else the
-        #: run's; a step streams when one of its inputs does (unless it needs a batch).
-        self.streams = {name: stream if source.stream is None else source.stream
-                        for name, source in pipeline.sources.items()}
+        #: Source or step name -> whether it is a stream (see stream_flags).
+        self.streams = stream_flags(pipeline, stream)
         self.streaming = streaming_run(pipeline, stream)
         self.summary = RunSummary(
             title=pipeline.name, pipeline_path=pipeline.path,
@@ -355,6 +433,10 @@ class PipelineRun:
         claim_output(self.pipeline.output)
         for name, source in self.pipeline.sources.items():
             self.frames[name] = self._read_source(name, source)
+        if any(step.function == SQL_STEP for step in self.pipeline.steps):
+            from windowkit.spark import register_sql
+
+            register_sql(self.spark)  # once: the table functions a query may call
         micro = (MicroBatchProgress(self.spark, self.progress)
                  if any(self.streams.values()) else None)
         try:
@@ -393,16 +475,18 @@ class PipelineRun:
 
     # -- steps
     def _run_step(self, step: Step, micro: MicroBatchProgress | None) -> StepRun:
-        function = FUNCTIONS[step.function]
+        function = declaration(step.function)
         started = time.perf_counter()
-        self.progress.step(f"step {step.name}: {step.function}("
-                           f"{', '.join(f'{r}={n}' for r, n in step.inputs.items())})")
-        streaming = not function.batch_only and any(
-            self.streams[name] for name in step.inputs.values())
-        self.streams[step.name] = streaming
+        # a sql step's inputs are the tables its query names, each under its own name
+        self.progress.step(f"step {step.name}: {step.function}(" + ", ".join(
+            n if r == n else f"{r}={n}" for r, n in step.inputs.items()) + ")")
+        streaming = self.streams[step.name]
         inputs = {role: self.frames[name] if streaming else self._batch_view(name)
                   for role, name in step.inputs.items()}
-        result = self._call(step, function, inputs, streaming)
+        if step.function == SQL_STEP:
+            result = self._query(step, inputs)
+        else:
+            result = self._call(step, function, inputs, streaming)
         output = os.path.join(self.pipeline.output, step.name)
         if streaming:
             counts = self._stream_step(step, function, result, micro)
@@ -467,6 +551,22 @@ class PipelineRun:
         except (ValueError, PySparkException) as exc:
             raise self._located(step, exc) from exc
 
+    def _query(self, step: Step, tables: dict[str, Any]):
+        """A ``sql`` step's rows: its query over its tables, each a temporary view under its own
+        name (the windowkit table functions registered by :meth:`run`)."""
+        from pyspark.errors import PySparkException
+
+        from windowkit.spark.columns import quoted_name
+
+        try:
+            for name, frame in tables.items():
+                frame.createOrReplaceTempView(quoted_name(name))
+            result = self.spark.sql(step.params["sql"])
+            result.schema  # noqa: B018 - a Connect session analyses it here, as a classic one
+            return result
+        except PySparkException as exc:
+            raise self._located(step, exc) from exc
+
     def _located(self, step: Step, exc: Exception) -> PipelineError:
         """``exc`` as one line at the step's key it names in backticks, else the step."""
         text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -491,13 +591,19 @@ class PipelineRun:
                 parts[f"{REJECTED_DIR}/step={step.name}"] = bad
             return parts
 
+        from pyspark.errors import PySparkException
+
         micro.step = step.name
         checkpoint = claim_output_part(self.pipeline.output, _inside_output(
             self.pipeline, os.path.join(self.pipeline.checkpoint, step.name)), CHECKPOINT)
-        query = write_stream_exactly_once(
-            result.withColumn(_OUTCOME, _outcome(function)), self.pipeline.output, checkpoint,
-            claiming_split(self.pipeline.output, lambda b: split(b.drop(_OUTCOME))), on_batch,
-            count_by=_OUTCOME)
+        try:
+            query = write_stream_exactly_once(
+                result.withColumn(_OUTCOME, _outcome(function, result.columns)),
+                self.pipeline.output, checkpoint,
+                claiming_split(self.pipeline.output, lambda b: split(b.drop(_OUTCOME))),
+                on_batch, count_by=_OUTCOME)
+        except PySparkException as exc:  # a query Spark refuses to start on a stream
+            raise self._located(step, exc) from exc
         micro.query_id = str(query.id)
         query.awaitTermination()
         micro.flush(query)
@@ -522,18 +628,20 @@ class PipelineRun:
 _OUTCOME = "wk_outcome"
 
 
-def _outcome(function: StepFunction):
-    """The column saying what became of a row: its rejection reason, or ``out``."""
+def _outcome(function: StepFunction, columns: list[str]):
+    """The column saying what became of a row of a result of ``columns``: its rejection
+    reason, or ``out``."""
     from pyspark.sql import functions as F
 
-    if function.reason is None:
+    if not _rejects(function, columns):
         return F.lit("out")
     reason = F.col(function.reason)
     return F.when(reason.isin(*REJECTION_REASONS), reason).otherwise(F.lit("out"))
 
 
 def split_result(function: StepFunction, result):
-    """A step's result as (output rows, rejected rows as ``reason`` and ``detail``, or None).
+    """A step's result as (output rows, rejected rows as ``reason`` and ``detail``, or None:
+    nothing is rejected, or the result, a ``sql`` step's, has no rejected rows' columns).
 
     Examples
     --------
@@ -548,11 +656,25 @@ def split_result(function: StepFunction, result):
 
     import windowkit.spark as wk
 
-    if function.split is None:
+    if not _rejects(function, result.columns):
         return result, None
     good, bad = getattr(wk, function.split)(result)
     return good, bad.select(F.col(function.reason).alias("reason"),
                             F.col("detail").cast("string").alias("detail"))
+
+
+def _rejects(function: StepFunction, columns: list[str]) -> bool:
+    """Whether a result of ``columns`` holds rejected rows: its function splits them off and
+    it has their columns, the reason and the ``detail`` (a ``sql`` step's query may select
+    neither).
+
+    Examples
+    --------
+    >>> from windowkit.pipeline.functions import QUERY
+    >>> _rejects(QUERY, ["router", "start"]), _rejects(QUERY, ["start", "rejected", "detail"])
+    (False, True)
+    """
+    return function.split is not None and {function.reason, "detail"} <= set(columns)
 
 
 def _write_batch(result, function: StepFunction, output: str, rejected_at: str) -> dict[str, int]:

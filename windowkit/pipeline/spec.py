@@ -17,8 +17,14 @@ The file is TOML (read with the standard library's ``tomllib``)::
     when = "loss_rate > 0.003"
     min_duration = "3 rows"
 
-Every mistake found here is a :class:`PipelineError` (a ``ValueError``) whose one line gives the
-file, the line and what is accepted there. Unknown keys, types and missing parameters are
+    [steps.long_losses]
+    sql = "SELECT * FROM loss_frames WHERE `end` - start > INTERVAL 2 MINUTES"
+
+A step calls a windowkit ``function`` or runs a Spark SQL query (``sql``), which reads the
+sources and earlier steps by name and may call windowkit's SQL table functions.
+
+Every mistake found here is a :class:`PipelineError` (a ``ValueError``) whose one line gives
+the file, the line and what is accepted there. Unknown keys, types and missing parameters are
 checked by pydantic models (of the sections below, and of each function's own signature).
 """
 
@@ -36,8 +42,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from windowkit.core.durations import TimeUnit
 from windowkit.pipeline.functions import (
     FUNCTIONS,
+    SQL_STEP,
+    SQL_STEP_KEYS,
     STEP_KEYS,
     accepted_parameters,
+    declaration,
     parameter_model,
 )
 from windowkit.pipeline.locate import KeyLines
@@ -111,7 +120,11 @@ class _Document(_Strict):
 
 @dataclass(frozen=True)
 class Step:
-    """One validated step: its function, its inputs (role key -> name) and its parameters."""
+    """One validated step: its function, its inputs (role key -> name) and its parameters.
+
+    A ``sql`` step's function is ``"sql"``, its one parameter ``sql`` (the query) and its
+    inputs the sources and earlier steps the query names (each name -> itself).
+    """
 
     name: str
     function: str
@@ -421,13 +434,16 @@ def _step(pipeline: Pipeline, name: str, table: dict[str, Any], earlier: list[st
     if not isinstance(table, dict):
         msg = f"{where}: [steps.{name}] must be a table of the step's function and parameters"
         raise PipelineError(msg)
+    if "sql" in table:
+        return _query_step(pipeline, name, table, earlier, every_step)
     function_name = table.get("function")
     if function_name is not None and not isinstance(function_name, str):
         msg = (f"{pipeline.where('steps', name, 'function')}: `function` is the name of one "
                f"function; accepted: {', '.join(FUNCTIONS)}")
         raise PipelineError(msg)
     if function_name is None:
-        msg = f"{where}: [steps.{name}] needs `function`; accepted: {', '.join(FUNCTIONS)}"
+        msg = (f"{where}: [steps.{name}] needs `function` (accepted: {', '.join(FUNCTIONS)}) "
+               "or `sql`, a Spark SQL query")
         raise PipelineError(msg)
     if function_name not in FUNCTIONS:
         msg = (f"{pipeline.where('steps', name, 'function')}: unknown function "
@@ -445,6 +461,56 @@ def _step(pipeline: Pipeline, name: str, table: dict[str, Any], earlier: list[st
     return Step(name=name, function=function_name, inputs=inputs, params=given,
                 line=pipeline.lines.line_of(("steps", name)),
                 description=str(table.get("description", "")))
+
+
+def _query_step(pipeline: Pipeline, name: str, table: dict[str, Any], earlier: list[str],
+                every_step: list[str]) -> Step:
+    """A ``sql`` step: one query parsed, each table it names a source or an earlier step."""
+    from windowkit.pipeline.query import query_tables
+
+    where = pipeline.where("steps", name, "sql")
+    if "function" in table:
+        msg = (f"{pipeline.where('steps', name, 'function')}: [steps.{name}] has both "
+               "`function` and `sql`; a step calls a function or runs a query, not both")
+        raise PipelineError(msg)
+    other = [key for key in table if key not in SQL_STEP_KEYS]
+    if other:
+        msg = (f"{pipeline.where('steps', name, other[0])}: [steps.{name}] is a sql step, "
+               f"which has no key {other[0]!r} (its query names its tables); accepted: "
+               f"{', '.join(SQL_STEP_KEYS)}")
+        raise PipelineError(msg)
+    sql = table["sql"]
+    if not isinstance(sql, str):
+        msg = f"{where}: `sql` is one Spark SQL query, as a string; got {sql!r}"
+        raise PipelineError(msg)
+    try:
+        found = query_tables(sql)
+    except ValueError as exc:
+        msg = f"{where}: [steps.{name}] `sql`: {exc}"
+        raise PipelineError(msg) from exc
+    readable = [*pipeline.sources, *earlier]
+    inputs = {}
+    for reference in found.tables:
+        known = _table_named(reference, readable)
+        if known is not None:
+            inputs[known] = known
+            continue
+        step = _table_named(reference, every_step)
+        why = (", this step itself" if step == name else
+               ", a later step (steps run in the order of the file)" if step else
+               f", which is neither a source nor an earlier step{_close(reference, readable)}")
+        msg = (f"{where}: [steps.{name}] `sql` reads table {reference!r}{why}; accepted: "
+               f"{', '.join(readable)}")
+        raise PipelineError(msg)
+    return Step(name=name, function=SQL_STEP, inputs=inputs, params={"sql": sql},
+                line=pipeline.lines.line_of(("steps", name)),
+                description=str(table.get("description", "")))
+
+
+def _table_named(reference: str, names: list[str]) -> str | None:
+    """The name of ``names`` that a query's table ``reference`` is (Spark resolves a view's name
+    without regard to case), or None."""
+    return next((n for n in names if n.lower() == reference.lower()), None)
 
 
 def _input(pipeline: Pipeline, step: str, role: str, value: Any, earlier: list[str],
@@ -468,7 +534,8 @@ def inherited_params(pipeline: Pipeline, function: str, inputs: dict[str, str],
                      given: dict[str, Any], streaming: bool) -> dict[str, Any]:
     """The parameters a step leaves out that its input sources give (``time``, ``by`` from
     the key, ``time_unit``; the watermark delay as ``late`` only on a stream). A step's output
-    as input gives none: its columns are the function's, not a source's.
+    as input gives none: its columns are the function's, not a source's; nor does a ``sql``
+    step's query, which names its columns itself.
 
     Examples
     --------
@@ -478,7 +545,7 @@ def inherited_params(pipeline: Pipeline, function: str, inputs: dict[str, str],
     {'time': 't'}
     """
     inherited = {}
-    for param, (role, attribute) in FUNCTIONS[function].from_input.items():
+    for param, (role, attribute) in declaration(function).from_input.items():
         if param in given or (attribute == "watermark" and not streaming):
             continue
         source = pipeline.sources.get(inputs.get(role, ""))

@@ -60,7 +60,8 @@ def with_source_defaults(step: StepRun, summary: RunSummary | None) -> StepRun:
     """``step`` with ``time`` and ``by`` from its input's source when neither the pipeline
     file nor the runner (``inherited``) gave them.
 
-    ``fill_frames`` takes them from its ``data`` input, other functions from ``input``.
+    ``fill_frames`` takes them from its ``data`` input, other functions from ``input``; a step
+    of no windowkit function (a ``sql`` step) takes none.
 
     Examples
     --------
@@ -71,10 +72,10 @@ def with_source_defaults(step: StepRun, summary: RunSummary | None) -> StepRun:
     >>> with_source_defaults(step, run).arguments
     {'time': 't', 'by': 'pid'}
     """
-    if summary is None or step.inherited:
-        return step
     function = FUNCTIONS.get(step.function)
-    from_input = {} if function is None else function.from_input
+    if summary is None or step.inherited or function is None:
+        return step  # a sql step's query names its columns itself: it inherits nothing
+    from_input = function.from_input
     role = from_input.get("time", ("input", "time"))[0]
     source = next((s for s in summary.sources if s.name == step.input_names.get(role)), None)
     if source is None:
