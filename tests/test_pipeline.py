@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import io
 import os
-import textwrap
 from contextlib import redirect_stdout
 
 import pandas as pd
 import pytest
 
+from tests.pipeline_files import line_of, write_pipeline
 from windowkit.cli import main
 from windowkit.cli.common import Progress
 from windowkit.pipeline.runner import PipelineRun, check_pipeline_inputs
@@ -65,16 +65,6 @@ def folder(tmp_path_factory):
     return path
 
 
-def _write(folder, text: str, name: str = "p.toml") -> str:
-    target = folder / name
-    target.write_text(textwrap.dedent(text))
-    return str(target)
-
-
-def _line_of(text: str, fragment: str) -> int:
-    return next(i for i, line in enumerate(text.splitlines(), 1) if fragment in line)
-
-
 # --------------------------------------------------------------------- checked before Spark
 MISTAKES = [
     # (replace this, with this, the line holding this, the message says this)
@@ -121,43 +111,43 @@ def test_a_mistake_in_a_pipeline_file_is_one_line_with_its_file_and_line(folder,
                                                                         line_with, says):
     assert old in GOOD
     text = GOOD.replace(old, new, 1)
-    path = _write(folder, text, "broken.toml")
+    path = write_pipeline(folder, text, "broken.toml")
     with pytest.raises(PipelineError) as caught:
         check_pipeline_inputs(load_pipeline(path))
     message = str(caught.value)
     assert "\n" not in message
-    assert message.startswith(f"{path}:{_line_of(text, line_with)}: "), message
+    assert message.startswith(f"{path}:{line_of(text, line_with)}: "), message
     assert says in message
 
 
 def test_a_run_never_writes_where_a_source_lies(folder):
     text = GOOD.replace('output = "out"', 'output = "."').replace('path = "frames_csv"',
                                                                  'path = "routers.csv"')
-    path = _write(folder, text, "overlap.toml")
+    path = write_pipeline(folder, text, "overlap.toml")
     before = (folder / "routers.csv").read_text()
     with pytest.raises(PipelineError) as caught:
         check_pipeline_inputs(load_pipeline(path), overwrite=True)
-    line = _line_of(text, 'path = "routers.csv"')  # the source's path
+    line = line_of(text, 'path = "routers.csv"')  # the source's path
     assert str(caught.value).startswith(f"{path}:{line}: source 'routers' ")
     assert "overlaps where the run writes sink 'frames_csv'" in str(caught.value)
     assert (folder / "routers.csv").read_text() == before
 
 
 def test_the_cli_reports_a_broken_file_in_one_line_and_exits_2_before_spark(folder):
-    path = _write(folder, GOOD.replace('min_duration = "3 rows"', 'min_duraton = "3 rows"'),
+    path = write_pipeline(folder, GOOD.replace('min_duration = "3 rows"', 'min_duraton = "3 rows"'),
                   "broken.toml")
     out = io.StringIO()
     with redirect_stdout(out):
         code = main(["run", path, "--check"])
     assert code == 2
-    line = _line_of(GOOD, "min_duration")
+    line = line_of(GOOD, "min_duration")
     assert out.getvalue().startswith(f"windowkit: error: {path}:{line}: threshold_frames has no "
                                      "parameter 'min_duraton'")
     assert out.getvalue().count("\n") == 1
 
 
 def test_a_good_file_checks_and_an_output_holding_a_users_files_is_refused(folder):
-    path = _write(folder, GOOD)
+    path = write_pipeline(folder, GOOD)
     out = io.StringIO()
     with redirect_stdout(out):
         assert main(["run", path, "--check"]) == 0
@@ -201,7 +191,7 @@ def test_a_batch_run_writes_what_direct_calls_give_and_sets_rejected_rows_aside(
         threshold_frames,
     )
 
-    pipeline = load_pipeline(_write(folder, GOOD), output=str(folder / "batch"))
+    pipeline = load_pipeline(write_pipeline(folder, GOOD), output=str(folder / "batch"))
     summary = PipelineRun(spark, pipeline, check_pipeline_inputs(pipeline),
                           progress=Progress(stream=io.StringIO())).run()
     df = (spark.read.option("header", "true").option("inferSchema", "true")
@@ -252,7 +242,8 @@ def test_a_streaming_run_writes_the_same_frames_as_a_batch_run(spark, folder):
                         'input = "loss_frames"\n\n[steps.levels]')
     both, summaries = {}, {}
     for mode in ("batch", "stream"):
-        pipeline = load_pipeline(_write(folder, text, "s.toml"), output=str(folder / f"s_{mode}"))
+        pipeline = load_pipeline(write_pipeline(folder, text, "s.toml"),
+                                 output=str(folder / f"s_{mode}"))
         summaries[mode] = PipelineRun(spark, pipeline, check_pipeline_inputs(pipeline),
                                       stream=mode == "stream",
                                       progress=Progress(stream=io.StringIO())).run()
@@ -320,16 +311,16 @@ def test_batch_progress_shows_the_running_stages_tasks_done_over_total():
 def test_the_readmes_pipeline_example_is_a_valid_pipeline_file(tmp_path):
     readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
     example = readme.split("```toml\n", 1)[1].split("```", 1)[0]
-    pipeline = load_pipeline(_write(tmp_path, example, "routers.toml"))
+    pipeline = load_pipeline(write_pipeline(tmp_path, example, "routers.toml"))
     assert [s.name for s in pipeline.steps] == ["loss_frames", "around"]
     assert pipeline.sinks["frames_csv"].format == "csv"
     mistake = example.replace("min_duration =", "min_duraton =")
     with pytest.raises(PipelineError) as caught:
-        load_pipeline(_write(tmp_path, mistake, "routers.toml"))
+        load_pipeline(write_pipeline(tmp_path, mistake, "routers.toml"))
     shown = readme.split("windowkit: error: ", 1)[1].split("...", 1)[0]
     assert str(caught.value).startswith(str(tmp_path / shown.split(":")[0]))
     assert shown.split(": ", 1)[1] in str(caught.value)
-    assert f"routers.toml:{_line_of(mistake, 'min_duraton')}:" in shown
+    assert f"routers.toml:{line_of(mistake, 'min_duraton')}:" in shown
 
 
 @pytest.mark.spark
@@ -357,12 +348,12 @@ def test_a_single_file_source_is_read_as_a_stream_of_that_file_only(spark, folde
 def test_a_mistake_spark_finds_is_still_one_line_at_its_key(spark, folder):
     text = GOOD.replace('key = "router"', 'key = "router"\n'
                         'schema = "router strin, time timestamp, loss_rate double"', 1)
-    path = _write(folder, text, "ddl.toml")
+    path = write_pipeline(folder, text, "ddl.toml")
     pipeline = load_pipeline(path, output=str(folder / "ddl"))
     with pytest.raises(PipelineError) as caught:
         PipelineRun(spark, pipeline, check_pipeline_inputs(pipeline),
                     progress=Progress(stream=io.StringIO())).run()
-    assert str(caught.value).startswith(f"{path}:{_line_of(text, 'strin')}: source 'routers': ")
+    assert str(caught.value).startswith(f"{path}:{line_of(text, 'strin')}: source 'routers': ")
     assert "STRIN" in str(caught.value) and "\n" not in str(caught.value)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.pipeline_files import line_of, write_pipeline
 from windowkit.cli import main
 from windowkit.cli.common import Progress
 from windowkit.pipeline.runner import PipelineRun, check_pipeline_inputs
@@ -53,16 +54,6 @@ def folder(tmp_path_factory):
     readings.loc[[5, 17], "time"] = pd.NaT  # two malformed rows, set aside by both steps
     readings.to_parquet(path / "routers.parquet", index=False)
     return path
-
-
-def _write(folder, text: str, name: str = "p.toml") -> str:
-    target = folder / name
-    target.write_text(textwrap.dedent(text))
-    return str(target)
-
-
-def _line_of(text: str, fragment: str) -> int:
-    return next(i for i, line in enumerate(text.splitlines(), 1) if fragment in line)
 
 
 def _sorted(df: pd.DataFrame) -> pd.DataFrame:
@@ -107,7 +98,7 @@ def test_a_sql_steps_mistake_is_one_located_line_and_exit_2_before_spark(
     monkeypatch.setattr(session, "windowkit_session", no_spark)
     assert old in GOOD
     text = GOOD.replace(old, new, 1)
-    path = _write(folder, text, "broken.toml")
+    path = write_pipeline(folder, text, "broken.toml")
     # the line: the first line of the fragment, counted from the fragment's first match
     line = text[:text.index(line_with)].count("\n") + 1
     out = io.StringIO()
@@ -126,7 +117,7 @@ def test_a_sql_steps_tables_are_its_inputs_in_the_order_of_the_file(folder):
         sql = '''WITH long AS (SELECT * FROM LONG_LOSSES)
                  SELECT * FROM long JOIN routers USING (router)'''
         """)
-    pipeline = load_pipeline(_write(folder, text, "inputs.toml"))
+    pipeline = load_pipeline(write_pipeline(folder, text, "inputs.toml"))
     by_name = {step.name: step for step in pipeline.steps}
     assert by_name["frames_sql"].inputs == {"routers": "routers"}
     assert by_name["long_losses"].inputs == {"loss_frames": "loss_frames"}
@@ -141,7 +132,7 @@ def test_sql_steps_give_the_dataframe_functions_rows_and_its_rejected_rows(spark
     from windowkit.report.render import render_report, step_view
     from windowkit.spark import split_rejected, threshold_frames
 
-    pipeline = load_pipeline(_write(folder, GOOD), output=str(folder / "batch"))
+    pipeline = load_pipeline(write_pipeline(folder, GOOD), output=str(folder / "batch"))
     summary = PipelineRun(spark, pipeline, check_pipeline_inputs(pipeline),
                           progress=Progress(stream=io.StringIO())).run()
     df = spark.read.parquet(str(folder / "routers.parquet"))
@@ -187,7 +178,7 @@ def test_a_sql_step_over_a_stream_is_a_stream_and_what_spark_refuses_is_one_line
         """)
     runs = {}
     for mode in ("batch", "stream"):
-        pipeline = load_pipeline(_write(folder, text, "s.toml"), output=str(folder / mode))
+        pipeline = load_pipeline(write_pipeline(folder, text, "s.toml"), output=str(folder / mode))
         PipelineRun(spark, pipeline, check_pipeline_inputs(pipeline, stream=mode == "stream"),
                     stream=mode == "stream", progress=Progress(stream=io.StringIO())).run()
         runs[mode] = pd.read_parquet(folder / mode / "lossy")
@@ -201,12 +192,12 @@ def test_a_sql_step_over_a_stream_is_a_stream_and_what_spark_refuses_is_one_line
     # an aggregation of a stream without a watermark: Spark refuses to start the query
     counted = text.replace('"SELECT router, time, loss_rate FROM routers WHERE loss_rate > '
                            '0.003"', '"SELECT router, count(*) AS n FROM routers GROUP BY router"')
-    path = _write(folder, counted, "agg.toml")
+    path = write_pipeline(folder, counted, "agg.toml")
     pipeline = load_pipeline(path, output=str(folder / "agg"))
     with pytest.raises(PipelineError) as caught:
         PipelineRun(spark, pipeline, check_pipeline_inputs(pipeline, stream=True), stream=True,
                     progress=Progress(stream=io.StringIO())).run()
     message = str(caught.value)
     assert "\n" not in message
-    assert message.startswith(f"{path}:{_line_of(counted, '[steps.lossy]')}: step 'lossy': ")
+    assert message.startswith(f"{path}:{line_of(counted, '[steps.lossy]')}: step 'lossy': ")
     assert "watermark" in message.lower(), message
