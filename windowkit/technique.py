@@ -61,7 +61,17 @@ class SqlSignature:
         name, or a predicate for a ``"code"`` input), over the table's columns.
     columns : str
         ``"module:NAME"`` under ``windowkit.spark``: the output's columns after the key, as the
-        function projects them.
+        function projects them: a list of the operator's columns (``rejected`` and ``detail``
+        included), or a callable taking the operator and the parameters (as keywords) and
+        giving that list, where an entry may be ``(output name, operator column)``.
+    defaults : dict
+        The operator's inputs -> the SQL text each one takes when its parameter is None (an
+        input with neither is left out, as the function leaves it out).
+    valid : str or None
+        ``"module:function"`` under ``windowkit.spark``: the SQL predicate a row must satisfy
+        to reach the operator (else it is malformed), as the function's own check of its
+        rows; it takes the operator, the SQL text of the row's event time in µs and the SQL
+        texts of the inputs given. None: the rows' time and key alone.
 
     Examples
     --------
@@ -73,6 +83,8 @@ class SqlSignature:
     operator: str
     inputs: Mapping[str, str]
     columns: str
+    defaults: Mapping[str, str] = field(default_factory=dict)
+    valid: str | None = None
 
 
 @dataclass(frozen=True)

@@ -141,16 +141,17 @@ class Plan:
         The key's columns (none for the global key).
     clock : EventTime
         The time column's kind, to give the output's times back in.
-    columns : tuple of (name, kind)
-        The output's columns after the key, each with its kind in the operator's output
-        schema (None for ``rejected`` and ``detail``).
+    columns : tuple of (name, source, kind)
+        The output's columns after the key, each with the operator's column it holds and
+        that column's kind in the operator's output schema (None for ``rejected`` and
+        ``detail``).
     """
 
     factory: Any
     inputs: dict[str, str]
     keys: tuple[str, ...]
     clock: EventTime
-    columns: tuple[tuple[str, str | None], ...]
+    columns: tuple[tuple[str, str, str | None], ...]
 
 
 @dataclass
@@ -193,19 +194,32 @@ def analyze_call(function: str, shards_default: int, /, *args: AnalyzeArgument,
     factory = load(f"windowkit.spark.{step.sql.operator}")(**params)
     operator = factory()
     declared = dict(operator.input_schema)
-    inputs = {name: declared[name] for name in step.sql.inputs}
+    # an input whose parameter is None takes its default, or is left out as the function does
+    inputs = {name: declared[name] for name, parameter in step.sql.inputs.items()
+              if params[parameter] is not None or name in step.sql.defaults}
     shards = check_int("shards", params["shards"] if params.get("shards") is not None
                        else shards_default, 1)
     key_text = _key_text(keys)
-    select = _projection(step, params, table, inputs, clock, time_name, keys, key_text)
-    kinds = dict(operator.output_schema)
-    columns = tuple((name, kinds.get(name)) for name in load(f"windowkit.spark.{step.sql.columns}"))
+    select = _projection(step, params, table, inputs, clock, time_name, keys, key_text,
+                         operator)
+    columns = _columns(step, operator, params)
     schema = _output_schema(keys, fields, columns, clock)
     plan = Plan(factory, inputs, keys, clock, columns)
     if not keys:
         return PlannedCall(schema=schema, withSinglePartition=True, select=select, plan=plan)
     return PlannedCall(schema=schema, select=select, plan=plan,
                        partitionBy=[PartitioningColumn(f"pmod(hash({key_text}), {shards})")])
+
+
+def _columns(step: StepFunction, operator: Any, params: dict
+             ) -> tuple[tuple[str, str, str | None], ...]:
+    """The output's columns after the key, as (name, the operator's column, its kind in the
+    operator's output schema), as the function projects them."""
+    declared = load(f"windowkit.spark.{step.sql.columns}")
+    names = declared(operator, **params) if callable(declared) else declared
+    kinds = dict(operator.output_schema)
+    pairs = [entry if isinstance(entry, tuple) else (entry, entry) for entry in names]
+    return tuple((name, source, kinds.get(source)) for name, source in pairs)
 
 
 def _arguments(step: StepFunction, args: tuple, kwargs: dict) -> tuple[T.StructType, dict]:
@@ -245,10 +259,15 @@ def _constant(name: str, argument: AnalyzeArgument) -> Any:
         msg = (f"`{name}` must be a constant (a literal such as '3 rows' or 0.5); got "
                f"{'a TABLE' if argument.isTable else 'an expression of the rows'}")
         raise ValueError(msg)
-    value = argument.value
+    return _python_value(argument.value)
+
+
+def _python_value(value: Any) -> Any:
+    """A SQL literal's value as Python gives it to the function: decimals as floats, arrays
+    (of arrays) as lists."""
     if isinstance(value, decimal.Decimal):
         return float(value)
-    return list(value) if isinstance(value, list | tuple) else value
+    return [_python_value(v) for v in value] if isinstance(value, list | tuple) else value
 
 
 def _column_name(params: dict, parameter: str, fields: dict) -> str:
@@ -289,15 +308,17 @@ def _key_text(keys: tuple[str, ...]) -> str:
 
 def _projection(step: StepFunction, params: dict, table: T.StructType, inputs: dict,
                 clock: EventTime, time_name: str, keys: tuple[str, ...],
-                key_text: str) -> list[SelectedColumn]:
+                key_text: str, operator: Any) -> list[SelectedColumn]:
     """The columns Spark computes for the UDTF, as the adapter's projection: the key's text,
     the event time in µs (null for a malformed row), the operator's inputs, the key's own
-    values, and a malformed row's JSON (null for the others)."""
+    values, and a malformed row's JSON (null for the others); a row the function's own
+    check (the signature's ``valid``) refuses is malformed too."""
     micros = clock.micros_sql(quoted_name(time_name))
     malformed = [f"{micros} IS NULL", *[f"{quoted_name(k)} IS NULL" for k in keys]]
     columns = {}
     for name, kind in inputs.items():
-        text = params[step.sql.inputs[name]]
+        given = params[step.sql.inputs[name]]
+        text = step.sql.defaults[name] if given is None else given
         if not isinstance(text, str):
             msg = (f"`{step.sql.inputs[name]}` must be a SQL expression over the table's "
                    f"columns; got {text!r}")
@@ -309,6 +330,9 @@ def _projection(step: StepFunction, params: dict, table: T.StructType, inputs: d
         else:
             spark_type = T.StringType() if kind == "category" else _SPARK_TYPES[kind]
             columns[name] = f"try_cast(({text}) AS {spark_type.simpleString()})"
+    if step.sql.valid is not None:
+        valid = load(f"windowkit.spark.{step.sql.valid}")(operator, micros, columns)
+        malformed.append(f"NOT coalesce({valid}, false)")
     flagged = [f"({columns[n]}) IS NULL" for n, kind in inputs.items() if kind == "code"]
     row = ", ".join(quoted_name(f.name) for f in table.fields)
     bad = " OR ".join(malformed)
@@ -321,14 +345,14 @@ def _projection(step: StepFunction, params: dict, table: T.StructType, inputs: d
 
 
 def _output_schema(keys: tuple[str, ...], fields: dict,
-                   columns: tuple[tuple[str, str | None], ...], clock: EventTime
+                   columns: tuple[tuple[str, str, str | None], ...], clock: EventTime
                    ) -> T.StructType:
     """The DataFrame function's output schema: the key columns under their own names and
     types (``key``, text, for the global key), then ``columns`` (times in ``clock``'s kind)."""
     key_fields = ([T.StructField(k, fields[k].dataType, True) for k in keys] if keys
                   else [T.StructField(KEY, T.StringType(), True)])
     return T.StructType([*key_fields, *[T.StructField(name, _output_type(kind, clock), True)
-                                        for name, kind in columns]])
+                                        for name, _, kind in columns]])
 
 
 def _output_type(kind: str | None, clock: EventTime) -> T.DataType:
@@ -394,9 +418,9 @@ class _TableFunction:
     def _output_rows(self, part: Any) -> Iterator[tuple]:
         keys = ([(k,) for k in part[KEY]] if not self.plan.keys
                 else [self.key_values[k] for k in part[KEY]])
-        values = [[_output_value(v, kind, self.plan.clock) for v in part[name]]
-                  if name in part else [None] * len(part)
-                  for name, kind in self.plan.columns]
+        values = [[_output_value(v, kind, self.plan.clock) for v in part[source]]
+                  if source in part else [None] * len(part)
+                  for _, source, kind in self.plan.columns]
         for key, rest in zip(keys, zip(*values, strict=True), strict=True):
             yield (*key, *rest)
 
@@ -404,7 +428,7 @@ class _TableFunction:
         width = max(len(self.plan.keys), 1)
         return (*[None] * width, *[detail if name == DETAIL_OUT else "malformed"
                                    if name == REJECTED else None
-                                   for name, _ in self.plan.columns])
+                                   for name, _, _ in self.plan.columns])
 
 
 def _output_value(value: Any, kind: str | None, clock: EventTime) -> Any:
