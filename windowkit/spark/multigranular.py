@@ -351,8 +351,9 @@ def report_columns(operator: MultiGranularAggregator | RecurringItems, *,
 
     Examples
     --------
-    >>> report_columns(multi_granular_operator(window="RANGES 1 MINUTE SLIDES 1 MINUTE",
-    ...                                        aggregates=["count"], distinct="dst")())[-3:]
+    >>> params = {"window": "RANGES 1 MINUTE SLIDES 1 MINUTE", "aggregates": ["count"],
+    ...           "distinct": "dst"}
+    >>> report_columns(multi_granular_operator(**params)(), **params)[-3:]
     [('distinct_dst', 'distinct'), 'rejected', 'detail']
     """
     renamed = {} if distinct is None else {"distinct": distinct_column(distinct)}
@@ -368,7 +369,7 @@ def reports_valid_sql(operator: MultiGranularAggregator, micros: str,
     Examples
     --------
     >>> agg = multi_granular_operator(window="RANGES 1 MINUTE SLIDES 1 MINUTE",
-    ...                               aggregates=["count"])()
+    ...                               aggregates=["count"], closed="right")()
     >>> reports_valid_sql(agg, "t", {"value": "v"})
     "t >= 0 AND NOT isnan(v) AND abs(v) <> double('inf')"
     """
@@ -383,7 +384,7 @@ def recurring_valid_sql(operator: RecurringItems, micros: str, inputs: dict[str,
 
     Examples
     --------
-    >>> rec = recurring_operator(window="RANGES 1 MINUTE SLIDES 1 MINUTE")()
+    >>> rec = recurring_operator(window="RANGES 1 MINUTE SLIDES 1 MINUTE", closed="right")()
     >>> recurring_valid_sql(rec, "t", {"item": "i"})
     't >= 0 AND i IS NOT NULL'
     """
