@@ -142,16 +142,19 @@ class Plan:
     clock : EventTime
         The time column's kind, to give the output's times back in.
     columns : tuple of (name, source, kind)
-        The output's columns after the key, each with the operator's column it holds and
-        that column's kind in the operator's output schema (None for ``rejected`` and
-        ``detail``).
+        The output's columns after the key, each with the operator's column it holds (or a
+        function of the operator's output giving its values) and its kind: that in the
+        operator's output schema (None for ``rejected`` and ``detail``), or a Spark type.
+    keyed : bool
+        Whether the output starts with the key (False: the operator gives no key).
     """
 
     factory: Any
     inputs: dict[str, str]
     keys: tuple[str, ...]
     clock: EventTime
-    columns: tuple[tuple[str, str, str | None], ...]
+    columns: tuple[tuple[str, Any, Any], ...]
+    keyed: bool = True
 
 
 @dataclass
@@ -191,7 +194,8 @@ def analyze_call(function: str, shards_default: int, /, *args: AnalyzeArgument,
                                        params.get(roles.get("time_unit", ""))))
     keys = _key_names(params.get(roles["key"]) if "key" in roles else None, roles.get("key"),
                       fields)
-    factory = load(f"windowkit.spark.{step.sql.operator}")(**params)
+    # (the builder and the columns also see the table's schema: an item's type, say)
+    factory = load(f"windowkit.spark.{step.sql.operator}")(**params, table=table)
     operator = factory()
     declared = dict(operator.input_schema)
     # an input whose parameter is None takes its default, or is left out as the function does
@@ -202,24 +206,43 @@ def analyze_call(function: str, shards_default: int, /, *args: AnalyzeArgument,
     key_text = _key_text(keys)
     select = _projection(step, params, table, inputs, clock, time_name, keys, key_text,
                          operator)
-    columns = _columns(step, operator, params)
-    schema = _output_schema(keys, fields, columns, clock)
-    plan = Plan(factory, inputs, keys, clock, columns)
-    if not keys:
+    columns = _columns(step, operator, params, table)
+    keyed = KEY in dict(operator.output_schema)
+    schema = _output_schema(keys, fields, columns, clock, keyed)
+    plan = Plan(factory, inputs, keys, clock, columns, keyed)
+    routed = _routed_by(operator, select, key_text if keys else None)
+    if routed is None:
         return PlannedCall(schema=schema, withSinglePartition=True, select=select, plan=plan)
     return PlannedCall(schema=schema, select=select, plan=plan,
-                       partitionBy=[PartitioningColumn(f"pmod(hash({key_text}), {shards})")])
+                       partitionBy=[PartitioningColumn(f"pmod(hash({routed}), {shards})")])
 
 
-def _columns(step: StepFunction, operator: Any, params: dict
-             ) -> tuple[tuple[str, str, str | None], ...]:
-    """The output's columns after the key, as (name, the operator's column, its kind in the
-    operator's output schema), as the function projects them."""
+def _routed_by(operator: Any, select: list[SelectedColumn], key_text: str | None
+               ) -> str | None:
+    """The SQL text the rows are hashed into shards by, as the adapter routes them: the key,
+    or the operator's ``route`` input; None: one instance takes every row (the global key,
+    or an operator that ``ends_with_input``, whose instances must all end at the input's last
+    time: one instance's last row is that time)."""
+    if operator.ends_with_input:
+        return None
+    if operator.route == KEY:
+        return key_text
+    return next(c.name for c in select if c.alias == f"{_INPUT}{operator.route}")
+
+
+def _columns(step: StepFunction, operator: Any, params: dict, table: T.StructType
+             ) -> tuple[tuple[str, Any, Any], ...]:
+    """The output's columns after the key, as (name, the operator's column it holds or a
+    function of the operator's output computing it, its kind: that in the operator's output
+    schema unless given, a kind or a Spark type), as the function projects them."""
     declared = load(f"windowkit.spark.{step.sql.columns}")
-    names = declared(operator, **params) if callable(declared) else declared
+    entries = declared(operator, table=table, **params) if callable(declared) else declared
     kinds = dict(operator.output_schema)
-    pairs = [entry if isinstance(entry, tuple) else (entry, entry) for entry in names]
-    return tuple((name, source, kinds.get(source)) for name, source in pairs)
+    found = []
+    for entry in entries:
+        name, source, *kind = entry if isinstance(entry, tuple) else (entry, entry)
+        found.append((name, source, kind[0] if kind else kinds.get(source)))
+    return tuple(found)
 
 
 def _arguments(step: StepFunction, args: tuple, kwargs: dict) -> tuple[T.StructType, dict]:
@@ -330,6 +353,9 @@ def _projection(step: StepFunction, params: dict, table: T.StructType, inputs: d
         else:
             spark_type = T.StringType() if kind == "category" else _SPARK_TYPES[kind]
             columns[name] = f"try_cast(({text}) AS {spark_type.simpleString()})"
+    if operator.route != KEY:
+        # a row with no routing value belongs to no instance's state
+        malformed.append(f"({columns[operator.route]}) IS NULL")
     if step.sql.valid is not None:
         valid = load(f"windowkit.spark.{step.sql.valid}")(operator, micros, columns)
         malformed.append(f"NOT coalesce({valid}, false)")
@@ -345,17 +371,21 @@ def _projection(step: StepFunction, params: dict, table: T.StructType, inputs: d
 
 
 def _output_schema(keys: tuple[str, ...], fields: dict,
-                   columns: tuple[tuple[str, str, str | None], ...], clock: EventTime
-                   ) -> T.StructType:
+                   columns: tuple[tuple[str, Any, Any], ...], clock: EventTime,
+                   keyed: bool = True) -> T.StructType:
     """The DataFrame function's output schema: the key columns under their own names and
-    types (``key``, text, for the global key), then ``columns`` (times in ``clock``'s kind)."""
-    key_fields = ([T.StructField(k, fields[k].dataType, True) for k in keys] if keys
+    types (``key``, text, for the global key; none if the operator gives no key), then
+    ``columns`` (times in ``clock``'s kind)."""
+    key_fields = ([] if not keyed
+                  else [T.StructField(k, fields[k].dataType, True) for k in keys] if keys
                   else [T.StructField(KEY, T.StringType(), True)])
     return T.StructType([*key_fields, *[T.StructField(name, _output_type(kind, clock), True)
                                         for name, _, kind in columns]])
 
 
-def _output_type(kind: str | None, clock: EventTime) -> T.DataType:
+def _output_type(kind: Any, clock: EventTime) -> T.DataType:
+    if isinstance(kind, T.DataType):
+        return kind
     if kind is None:  # rejected, detail
         return T.StringType()
     if kind == "timestamp":
@@ -416,25 +446,39 @@ class _TableFunction:
             yield from self._output_rows(part)
 
     def _output_rows(self, part: Any) -> Iterator[tuple]:
-        keys = ([(k,) for k in part[KEY]] if not self.plan.keys
+        keys = ([()] * len(part) if not self.plan.keyed
+                else [(k,) for k in part[KEY]] if not self.plan.keys
                 else [self.key_values[k] for k in part[KEY]])
-        values = [[_output_value(v, kind, self.plan.clock) for v in part[source]]
-                  if source in part else [None] * len(part)
+        values = [[_output_value(v, kind, self.plan.clock) for v in _values(part, source)]
                   for _, source, kind in self.plan.columns]
         for key, rest in zip(keys, zip(*values, strict=True), strict=True):
             yield (*key, *rest)
 
     def _rejected(self, detail: str) -> tuple:
-        width = max(len(self.plan.keys), 1)
+        width = max(len(self.plan.keys), 1) if self.plan.keyed else 0
         return (*[None] * width, *[detail if name == DETAIL_OUT else "malformed"
                                    if name == REJECTED else None
                                    for name, _, _ in self.plan.columns])
 
 
-def _output_value(value: Any, kind: str | None, clock: EventTime) -> Any:
+def _values(part: pd.DataFrame, source: Any) -> Any:
+    """A column's values in a part of the operator's output (nulls if it has none)."""
+    if callable(source):
+        return source(part)
+    return part[source] if source in part else [None] * len(part)
+
+
+#: The kind of an output column given as a Spark type, for its values.
+_TYPE_KINDS = ((T.IntegralType, "int64"), (T.FractionalType, "float64"),
+               (T.BooleanType, "bool"))
+
+
+def _output_value(value: Any, kind: Any, clock: EventTime) -> Any:
     """One value of the operator's output as Spark takes it for the output's type."""
     if value is None or pd.isna(value):
         return None
+    if isinstance(kind, T.DataType):
+        kind = next((k for t, k in _TYPE_KINDS if isinstance(kind, t)), None)
     if kind == "timestamp":
         return clock.restore_value(int(value))
     if kind == "duration":
