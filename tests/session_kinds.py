@@ -480,6 +480,18 @@ SQL_REPORT_CALLS = {
 }
 
 
+#: The persistent-items SQL calls over the view ``flows`` (the item typed, and text; sliding and
+#: fixed windows, routed by the item into shards), and the DataFrame calls (issue #37).
+SQL_PERSISTENT_CALLS = {
+    f"persistent_items_{item}": (
+        f"SELECT * FROM windowkit_persistent_items(TABLE(flows), item => '{item}', "
+        f"time => 'time', slot => '20 seconds', window_slots => 4, alpha => 0.5, "
+        f"epsilon => 0.25, sliding => {str(sliding).lower()}, shards => 3)",
+        {"item": item, "time": "time", "slot": "20 seconds", "window_slots": 4,
+         "alpha": 0.5, "epsilon": 0.25, "sliding": sliding, "shards": 3})
+    for item, sliding in [("bucket", True), ("dst", False)]}
+
+
 def sql_flows(spark):
     """Tiny flows with a typed key column (``bucket``), a row of no time, one of no source and
     one whose bytes are not a number, as the view ``flows``."""
@@ -496,15 +508,18 @@ def sql_flows(spark):
 
 @case
 def sql_reports_batch(spark, folder):
-    """The multi-granular SQL calls' rows, each checked equal to the DataFrame function's."""
+    """The multi-granular and persistent-items SQL calls' rows, each checked equal to the
+    DataFrame function's."""
     import windowkit.spark as W
     from windowkit.spark import register_sql
 
     register_sql(spark)
     df = sql_flows(spark)
     found = []
-    for name, (query, params) in SQL_REPORT_CALLS.items():
-        sql, frame = spark.sql(query), getattr(W, name)(df, **params)
+    calls = {**SQL_REPORT_CALLS, **SQL_PERSISTENT_CALLS}
+    for name, (query, params) in calls.items():
+        function = name if name in SQL_REPORT_CALLS else "persistent_items"
+        sql, frame = spark.sql(query), getattr(W, function)(df, **params)
         assert sql.schema == frame.schema, (sql.schema, frame.schema)
         rows = sql.toPandas()
         expected = frame.toPandas()

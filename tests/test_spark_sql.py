@@ -13,6 +13,7 @@ import pytest
 
 from tests.session_kinds import (
     SQL_CALLS,
+    SQL_PERSISTENT_CALLS,
     SQL_REPORT_CALLS,
     readings,
     sql_call,
@@ -52,10 +53,11 @@ def same_rows(sql, frames) -> None:
     pd.testing.assert_frame_equal(canonical(sql.toPandas()), canonical(expected))
 
 
-def test_register_sql_registers_the_frames_and_multi_granular_functions_issue37(registered):
+def test_register_sql_registers_the_functions_that_sql_can_call_issue37(registered):
     assert sorted(registered) == ["windowkit_aggregate_frames", "windowkit_boundary_frames",
                                   "windowkit_delta_frames", "windowkit_multi_granular",
-                                  "windowkit_recurring_items", "windowkit_threshold_frames"]
+                                  "windowkit_persistent_items", "windowkit_recurring_items",
+                                  "windowkit_threshold_frames"]
 
 
 @pytest.mark.parametrize("function", sorted(SQL_CALLS))
@@ -143,7 +145,39 @@ def test_multi_granular_over_integer_times_and_the_global_key_counts_alone_issue
     same_rows(sql, recurring_items(df, "ms", "item", **params))
 
 
+@pytest.mark.parametrize("call", sorted(SQL_PERSISTENT_CALLS))
+def test_persistent_items_gives_the_dataframe_functions_rows_issue37(spark, registered, call):
+    """A typed item (sliding windows: one instance) and a text one (fixed windows: routed by
+    the item into shards), over rows with no time and rows with no item."""
+    from windowkit.spark import persistent_items
+
+    query, params = SQL_PERSISTENT_CALLS[call]
+    df = sql_flows(spark)
+    same_rows(spark.sql(query), persistent_items(df, **params))
+
+
+def test_persistent_items_over_integer_times_and_an_origin_issue37(spark, registered):
+    from windowkit.spark import persistent_items
+
+    rows = [(f"ip{i % 5}" if i % 7 else "ip1", 1_000 * i + 250) for i in range(150)]
+    df = spark.createDataFrame(rows + [("ip2", None)], "ip string, ms long")
+    df.createOrReplaceTempView("seen")
+    sql = spark.sql("""SELECT * FROM windowkit_persistent_items(TABLE(seen), item => 'ip',
+        time => 'ms', time_unit => 'ms', slot => '5 seconds', window_slots => 6,
+        alpha => 0.6, epsilon => 0.3, origin => '1970-01-01 00:00:02')""")
+    same_rows(sql, persistent_items(df, "ip", "ms", time_unit="ms", slot="5 seconds",
+                                    window_slots=6, alpha=0.6, epsilon=0.3,
+                                    origin="1970-01-01 00:00:02"))
+
+
 @pytest.mark.parametrize(("call", "message"), [
+    ("windowkit_persistent_items(TABLE(flows), item => 'dst', time => 'time', "
+     "alpha => 0.5, epsilon => 0.7)",
+     "`epsilon` must be smaller than `alpha`; got epsilon=0.7, alpha=0.5"),
+    ("windowkit_persistent_items(TABLE(flows), item => 'upper(dst)', time => 'time')",
+     "`item` must name a column of the table (src, dst, time, bytes, bucket); got 'upper(dst)'"),
+    ("windowkit_persistent_items(TABLE(flows), item => 'dst', time => 'time', "
+     "slot => '20 apples')", "'20 apples'"),
     ("windowkit_multi_granular(TABLE(flows), time => 'time', value => 'bytes', "
      "window => 'RANGES 1 MINUTE SLIDES 1 MINUTE', agregates => array('sum'))",
      "windowkit_multi_granular has no parameter `agregates`; it takes time, window, levels"),
@@ -158,8 +192,8 @@ def test_multi_granular_over_integer_times_and_the_global_key_counts_alone_issue
      "`report` must be one of"),
     ("windowkit_recurring_items(TABLE(flows), time => 'time', item => 'dst', "
      "window => 'RANGES 1 MINUT SLIDES 1 MINUTE')", "1 MINUT"),
-], ids=["unknown", "aggregate", "value", "report", "window"])
-def test_a_multi_granular_mistake_is_one_error_at_analysis_issue37(spark, registered, call,
+], ids=["epsilon", "item", "slot", "unknown", "aggregate", "value", "report", "window"])
+def test_a_reports_mistake_is_one_error_at_analysis_issue37(spark, registered, call,
                                                                   message):
     from pyspark.errors import AnalysisException
 
