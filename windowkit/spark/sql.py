@@ -198,13 +198,12 @@ def analyze_call(function: str, shards_default: int, /, *args: AnalyzeArgument,
     factory = load(f"windowkit.spark.{step.sql.operator}")(**params, table=table)
     operator = factory()
     declared = dict(operator.input_schema)
-    # an input whose parameter is None takes its default, or is left out as the function does
-    inputs = {name: declared[name] for name, parameter in step.sql.inputs.items()
-              if params[parameter] is not None or name in step.sql.defaults}
+    texts = _input_texts(step, params, operator, table)
+    inputs = {name: declared[name] for name in texts}
     shards = check_int("shards", params["shards"] if params.get("shards") is not None
                        else shards_default, 1)
     key_text = _key_text(keys)
-    select = _projection(step, params, table, inputs, clock, time_name, keys, key_text,
+    select = _projection(step, texts, table, inputs, clock, time_name, keys, key_text,
                          operator)
     columns = _columns(step, operator, params, table)
     keyed = KEY in dict(operator.output_schema)
@@ -215,6 +214,25 @@ def analyze_call(function: str, shards_default: int, /, *args: AnalyzeArgument,
         return PlannedCall(schema=schema, withSinglePartition=True, select=select, plan=plan)
     return PlannedCall(schema=schema, select=select, plan=plan,
                        partitionBy=[PartitioningColumn(f"pmod(hash({routed}), {shards})")])
+
+
+def _input_texts(step: StepFunction, params: dict, operator: Any, table: T.StructType
+                 ) -> dict[str, str]:
+    """Each operator input's SQL expression over the table: the parameter holding it (its
+    default where the parameter is None; left out, as the function leaves it out, without
+    one), or what the signature's function of the operator and the table gives."""
+    if isinstance(step.sql.inputs, str):
+        return load(f"windowkit.spark.{step.sql.inputs}")(operator, table=table, **params)
+    texts = {}
+    for name, parameter in step.sql.inputs.items():
+        text = step.sql.defaults.get(name) if params[parameter] is None else params[parameter]
+        if text is None:
+            continue
+        if not isinstance(text, str):
+            msg = f"`{parameter}` must be a SQL expression over the table's columns; got {text!r}"
+            raise ValueError(msg)
+        texts[name] = text
+    return texts
 
 
 def _routed_by(operator: Any, select: list[SelectedColumn], key_text: str | None
@@ -329,7 +347,7 @@ def _key_text(keys: tuple[str, ...]) -> str:
     return f"to_json(named_struct({fields}), map({options}))"
 
 
-def _projection(step: StepFunction, params: dict, table: T.StructType, inputs: dict,
+def _projection(step: StepFunction, texts: dict, table: T.StructType, inputs: dict,
                 clock: EventTime, time_name: str, keys: tuple[str, ...],
                 key_text: str, operator: Any) -> list[SelectedColumn]:
     """The columns Spark computes for the UDTF, as the adapter's projection: the key's text,
@@ -340,12 +358,7 @@ def _projection(step: StepFunction, params: dict, table: T.StructType, inputs: d
     malformed = [f"{micros} IS NULL", *[f"{quoted_name(k)} IS NULL" for k in keys]]
     columns = {}
     for name, kind in inputs.items():
-        given = params[step.sql.inputs[name]]
-        text = step.sql.defaults[name] if given is None else given
-        if not isinstance(text, str):
-            msg = (f"`{step.sql.inputs[name]}` must be a SQL expression over the table's "
-                   f"columns; got {text!r}")
-            raise ValueError(msg)
+        text = texts[name]
         if kind == "code":
             # a time too far out for the adapter to fold the code into is not a real time
             malformed.append(f"NOT {micros} BETWEEN {-FOLD_LIMIT} AND {FOLD_LIMIT}")
@@ -386,6 +399,8 @@ def _output_schema(keys: tuple[str, ...], fields: dict,
 def _output_type(kind: Any, clock: EventTime) -> T.DataType:
     if isinstance(kind, T.DataType):
         return kind
+    if isinstance(kind, tuple):  # ("array", the elements' kind)
+        return T.ArrayType(_output_type(kind[1], clock), True)
     if kind is None:  # rejected, detail
         return T.StringType()
     if kind == "timestamp":
@@ -475,6 +490,8 @@ _TYPE_KINDS = ((T.IntegralType, "int64"), (T.FractionalType, "float64"),
 
 def _output_value(value: Any, kind: Any, clock: EventTime) -> Any:
     """One value of the operator's output as Spark takes it for the output's type."""
+    if isinstance(kind, tuple):  # ("array", the elements' kind)
+        return None if value is None else [_output_value(v, kind[1], clock) for v in value]
     if value is None or pd.isna(value):
         return None
     if isinstance(kind, T.DataType):
