@@ -492,6 +492,24 @@ SQL_PERSISTENT_CALLS = {
     for item, sliding in [("bucket", True), ("dst", False)]}
 
 
+#: The widening SQL call over the view ``calls`` (``sql_calls()``), and the DataFrame call.
+SQL_WIDENING_CALL = (
+    "SELECT * FROM windowkit_widen_detect(TABLE(calls), time => 'time', by => 'pid', "
+    "base => '4 seconds', max_length => 16, max_duration => '20 minutes')",
+    {"time": "time", "by": "pid", "base": "4 seconds", "max_length": 16,
+     "max_duration": "20 minutes"})
+
+
+def sql_calls(spark):
+    """:func:`syscalls` with a row of no time and one of no process, as the view ``calls``."""
+    df = syscalls(spark)
+    bad = spark.createDataFrame([(7, None, "dup", "4", None, "0"),
+                                 (None, T0, "dup", "4", None, "0")], df.schema)
+    df = df.unionByName(bad)
+    df.createOrReplaceTempView("calls")
+    return df
+
+
 def sql_flows(spark):
     """Tiny flows with a typed key column (``bucket``), a row of no time, one of no source and
     one whose bytes are not a number, as the view ``flows``."""
@@ -508,8 +526,8 @@ def sql_flows(spark):
 
 @case
 def sql_reports_batch(spark, folder):
-    """The multi-granular and persistent-items SQL calls' rows, each checked equal to the
-    DataFrame function's."""
+    """The multi-granular, persistent-items and widening SQL calls' rows, each checked equal
+    to the DataFrame function's."""
     import windowkit.spark as W
     from windowkit.spark import register_sql
 
@@ -525,6 +543,13 @@ def sql_reports_batch(spark, folder):
         expected = frame.toPandas()
         pd.testing.assert_frame_equal(sorted_rows(rows), sorted_rows(expected))
         found.append(sorted_rows(rows).astype(str).assign(function=name))
+    query, params = SQL_WIDENING_CALL
+    df = sql_calls(spark)
+    sql, frame = spark.sql(query), W.widen_detect(df, **params)
+    assert sql.schema == frame.schema, (sql.schema, frame.schema)
+    rows = sorted_rows(sql.toPandas())
+    pd.testing.assert_frame_equal(rows, sorted_rows(frame.toPandas()))
+    found.append(rows.astype(str).assign(function="widen_detect"))
     return pd.concat(found, ignore_index=True)
 
 

@@ -15,8 +15,10 @@ from tests.session_kinds import (
     SQL_CALLS,
     SQL_PERSISTENT_CALLS,
     SQL_REPORT_CALLS,
+    SQL_WIDENING_CALL,
     readings,
     sql_call,
+    sql_calls,
     sql_flows,
 )
 
@@ -57,7 +59,7 @@ def test_register_sql_registers_the_functions_that_sql_can_call_issue37(register
     assert sorted(registered) == ["windowkit_aggregate_frames", "windowkit_boundary_frames",
                                   "windowkit_delta_frames", "windowkit_multi_granular",
                                   "windowkit_persistent_items", "windowkit_recurring_items",
-                                  "windowkit_threshold_frames"]
+                                  "windowkit_threshold_frames", "windowkit_widen_detect"]
 
 
 @pytest.mark.parametrize("function", sorted(SQL_CALLS))
@@ -170,7 +172,30 @@ def test_persistent_items_over_integer_times_and_an_origin_issue37(spark, regist
                                     origin="1970-01-01 00:00:02"))
 
 
+def test_widen_detect_gives_the_dataframe_functions_rows_issue37(spark, registered):
+    """Episodes over system calls (a text column the table lacks is null), their times and
+    ordinals as arrays, malformed rows; and with a process id as text, an array key."""
+    from windowkit.spark import widen_detect
+
+    query, params = SQL_WIDENING_CALL
+    df = sql_calls(spark)
+    same_rows(spark.sql(query), widen_detect(df, **params))
+    texts = df.selectExpr("CAST(pid AS STRING) AS proc", "pid", "time", "call", "fd", "ret")
+    texts.drop("pid").createOrReplaceTempView("text_calls")
+    sql = spark.sql("""SELECT * FROM windowkit_widen_detect(TABLE(text_calls),
+        time => 'time', by => array('proc'), base => '2 seconds', max_length => 8,
+        levels => 4, detector => 'remote-shell', report => 'all')""")
+    same_rows(sql, widen_detect(texts.drop("pid"), "time", by=["proc"], base="2 seconds",
+                                max_length=8, levels=4, report="all"))
+
+
 @pytest.mark.parametrize(("call", "message"), [
+    ("windowkit_widen_detect(TABLE(calls), time => 'time', levels => 3, "
+     "detector => 'no-such-episode')",
+     "no-such-episode"),
+    ("windowkit_widen_detect(TABLE(calls), time => 'time', levels => 3, "
+     "base => '4 apples')",
+     "'4 apples'"),
     ("windowkit_persistent_items(TABLE(flows), item => 'dst', time => 'time', "
      "alpha => 0.5, epsilon => 0.7)",
      "`epsilon` must be smaller than `alpha`; got epsilon=0.7, alpha=0.5"),
@@ -192,12 +217,14 @@ def test_persistent_items_over_integer_times_and_an_origin_issue37(spark, regist
      "`report` must be one of"),
     ("windowkit_recurring_items(TABLE(flows), time => 'time', item => 'dst', "
      "window => 'RANGES 1 MINUT SLIDES 1 MINUTE')", "1 MINUT"),
-], ids=["epsilon", "item", "slot", "unknown", "aggregate", "value", "report", "window"])
+], ids=["detector", "base", "epsilon", "item", "slot", "unknown", "aggregate", "value", "report",
+        "window"])
 def test_a_reports_mistake_is_one_error_at_analysis_issue37(spark, registered, call,
                                                                   message):
     from pyspark.errors import AnalysisException
 
     sql_flows(spark)
+    sql_calls(spark)
     with pytest.raises(AnalysisException) as raised:
         analyse(spark, f"SELECT * FROM {call}")
     error = str(raised.value)
