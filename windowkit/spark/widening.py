@@ -159,7 +159,7 @@ def widen_operator(*, detector: Detector | str = "remote-shell",
 
     Examples
     --------
-    >>> widen_operator(base="4 seconds", max_length=16)().input_schema
+    >>> widen_operator(base="4 seconds", max_length=16, levels=3)().input_schema[:2]
     [('call', 'category'), ('ret', 'category')]
     """
     config = WideningConfig.create(base, max_length, max_duration, levels, report)
@@ -179,8 +179,10 @@ def detector_inputs(operator: WindowWidening, *, table: T.StructType, **_: objec
 
     Examples
     --------
-    >>> detector_inputs(widen_operator()(), table=T.StructType.fromDDL("t long, call string"))
-    {'call': '`call`', 'ret': 'CAST(NULL AS STRING)'}
+    >>> texts = detector_inputs(widen_operator(levels=3)(),
+    ...                         table=T.StructType.fromDDL("t long, call string"))
+    >>> texts["call"], texts["ret"]
+    ('`call`', 'CAST(NULL AS STRING)')
     """
     detector = operator.detector
     texts = {}
@@ -201,7 +203,8 @@ def detection_columns(operator: WindowWidening, **_: object) -> list:
 
     Examples
     --------
-    >>> [c if isinstance(c, str) else c[0] for c in detection_columns(widen_operator()())][-4:]
+    >>> columns = detection_columns(widen_operator(levels=3)())
+    >>> [c if isinstance(c, str) else c[0] for c in columns][-4:]
     ['times', 'ordinals', 'rejected', 'detail']
     """
     def numbers(name: str):
