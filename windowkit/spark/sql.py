@@ -17,9 +17,15 @@ analyses the query: it checks the parameters (a mistake is one ``ValueError`` na
 parameter and the value, as the DataFrame function raises it), gives the output schema (the
 key columns under their own names and types, the times in the time column's kind), and asks
 Spark for the projection the adapter would make (the key's text, the event time in µs, the
-operator's inputs, a malformed row's JSON) and for the partitioning: rows are hashed by key
-into ``shards`` groups, one UDTF instance each, as the adapter's shards (one instance per key
-costs Python a call per key). A call therefore takes no ``PARTITION BY`` of its own.
+operator's inputs, a malformed row's JSON; a row the function's own check refuses is
+malformed) and for the partitioning: rows are hashed into ``shards`` groups, one UDTF instance
+each, as the adapter's shards, by what the operator routes by (the key, or an input of its
+own), or all go to one instance (the global key, or an operator that ends with the input:
+one instance's last row is then the input's); one instance per key would cost Python a call
+per key. A call therefore takes no ``PARTITION BY`` of its own. What differs between
+functions is declared, not written here: the signature's inputs (parameters, SQL defaults, or
+a function of the operator and the table), its row check, and its output columns (operator
+columns, renamed, or computed from the operator's output).
 
 Streams take the DataFrame functions: Spark refuses a streaming ``TABLE`` argument when the
 query starts (it would sort a stream to partition it), and a UDTF, which ends its input at
