@@ -498,6 +498,107 @@ def pipeline_sql_batch(spark, folder):
                       for name in ("loss-frames", "long", "rejected")])
 
 
+# ------------------------------------------------------------------- SQL table functions
+#: The multi-granular SQL calls over the view ``flows`` (``sql_flows()``), and the DataFrame
+#: functions' calls they stand for (issue #37).
+SQL_REPORT_CALLS = {
+    "multi_granular": (
+        "SELECT * FROM windowkit_multi_granular(TABLE(flows), time => 'time', by => 'src', "
+        "window => 'RANGES 2 MINUTES, 1 MINUTE SLIDES 1 MINUTE, 30 SECONDS', "
+        "value => 'bytes', aggregates => array('count', 'sum', 'mean', 'max'), "
+        "distinct => 'dst')",
+        {"time": "time", "by": "src", "value": "bytes", "distinct": "dst",
+         "window": "RANGES 2 MINUTES, 1 MINUTE SLIDES 1 MINUTE, 30 SECONDS",
+         "aggregates": ["count", "sum", "mean", "max"]}),
+    "recurring_items": (
+        "SELECT * FROM windowkit_recurring_items(TABLE(flows), time => 'time', item => 'dst', "
+        "levels => array(array('30 seconds', '30 seconds'), array('2 minutes', '1 minute')), "
+        "by => array('src', 'bucket'))",
+        {"time": "time", "item": "dst", "by": ["src", "bucket"],
+         "levels": [("30 seconds", "30 seconds"), ("2 minutes", "1 minute")]}),
+}
+
+
+#: The persistent-items SQL calls over the view ``flows`` (the item typed, and text; sliding and
+#: fixed windows, routed by the item into shards), and the DataFrame calls (issue #37).
+SQL_PERSISTENT_CALLS = {
+    f"persistent_items_{item}": (
+        f"SELECT * FROM windowkit_persistent_items(TABLE(flows), item => '{item}', "
+        f"time => 'time', slot => '20 seconds', window_slots => 4, alpha => 0.5, "
+        f"epsilon => 0.25, sliding => {str(sliding).lower()}, shards => 3)",
+        {"item": item, "time": "time", "slot": "20 seconds", "window_slots": 4,
+         "alpha": 0.5, "epsilon": 0.25, "sliding": sliding, "shards": 3})
+    for item, sliding in [("bucket", True), ("dst", False)]}
+
+
+#: The widening SQL call over the view ``calls`` (``sql_calls()``), and the DataFrame call.
+SQL_WIDENING_CALL = (
+    "SELECT * FROM windowkit_widen_detect(TABLE(calls), time => 'time', by => 'pid', "
+    "base => '4 seconds', max_length => 16, max_duration => '20 minutes')",
+    {"time": "time", "by": "pid", "base": "4 seconds", "max_length": 16,
+     "max_duration": "20 minutes"})
+
+
+def sql_calls(spark):
+    """:func:`syscalls` with a row of no time and one of no process, as the view ``calls``."""
+    df = syscalls(spark)
+    bad = spark.createDataFrame([(7, None, "dup", "4", None, "0"),
+                                 (None, T0, "dup", "4", None, "0")], df.schema)
+    df = df.unionByName(bad)
+    df.createOrReplaceTempView("calls")
+    return df
+
+
+def sql_flows(spark):
+    """Tiny flows with a typed key column (``bucket``), a row of no time, one of no source and
+    one whose bytes are not a number, as the view ``flows``."""
+    from pyspark.sql import functions as F
+
+    df = flows(spark, n=90).withColumn("bytes", F.col("bytes").cast("string"))
+    bad = spark.createDataFrame([("s1", "d1", None, "5"), (None, "d1", T0, "5"),
+                                 ("s2", None, T0, "n/a")],
+                                "src string, dst string, time timestamp, bytes string")
+    df = df.unionByName(bad).withColumn("bucket", F.hash("dst") % 2)
+    df.createOrReplaceTempView("flows")
+    return df
+
+
+@case
+def sql_reports_batch(spark, folder):
+    """The multi-granular, persistent-items and widening SQL calls' rows, each checked equal
+    to the DataFrame function's."""
+    import windowkit.spark as W
+    from windowkit.spark import register_sql
+
+    register_sql(spark)
+    df = sql_flows(spark)
+    found = []
+    calls = {**SQL_REPORT_CALLS, **SQL_PERSISTENT_CALLS}
+    for name, (query, params) in calls.items():
+        function = name if name in SQL_REPORT_CALLS else "persistent_items"
+        sql, frame = spark.sql(query), getattr(W, function)(df, **params)
+        assert sql.schema == frame.schema, (sql.schema, frame.schema)
+        rows = sql.toPandas()
+        expected = frame.toPandas()
+        pd.testing.assert_frame_equal(sorted_rows(rows), sorted_rows(expected))
+        found.append(sorted_rows(rows).astype(str).assign(function=name))
+    query, params = SQL_WIDENING_CALL
+    df = sql_calls(spark)
+    sql, frame = spark.sql(query), W.widen_detect(df, **params)
+    assert sql.schema == frame.schema, (sql.schema, frame.schema)
+    rows = sorted_rows(sql.toPandas())
+    pd.testing.assert_frame_equal(rows, sorted_rows(frame.toPandas()))
+    found.append(rows.astype(str).assign(function="widen_detect"))
+    return pd.concat(found, ignore_index=True)
+
+
+def sorted_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` in an order of their values alone."""
+    rows = rows.reset_index(drop=True)
+    order = rows.astype(str).sort_values(list(rows.columns), kind="stable").index
+    return rows.loc[order].reset_index(drop=True)
+
+
 def run_case(name: str, spark, folder: str) -> pd.DataFrame:
     """The case's rows, or its error as one row (class and first line of the message)."""
     try:

@@ -11,7 +11,16 @@ import sys
 import pandas as pd
 import pytest
 
-from tests.session_kinds import SQL_CALLS, readings, sql_call
+from tests.session_kinds import (
+    SQL_CALLS,
+    SQL_PERSISTENT_CALLS,
+    SQL_REPORT_CALLS,
+    SQL_WIDENING_CALL,
+    readings,
+    sql_call,
+    sql_calls,
+    sql_flows,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -46,9 +55,11 @@ def same_rows(sql, frames) -> None:
     pd.testing.assert_frame_equal(canonical(sql.toPandas()), canonical(expected))
 
 
-def test_register_sql_registers_every_frames_function_but_custom_issue37(registered):
+def test_register_sql_registers_the_functions_that_sql_can_call_issue37(registered):
     assert sorted(registered) == ["windowkit_aggregate_frames", "windowkit_boundary_frames",
-                                  "windowkit_delta_frames", "windowkit_threshold_frames"]
+                                  "windowkit_delta_frames", "windowkit_multi_granular",
+                                  "windowkit_persistent_items", "windowkit_recurring_items",
+                                  "windowkit_threshold_frames", "windowkit_widen_detect"]
 
 
 @pytest.mark.parametrize("function", sorted(SQL_CALLS))
@@ -100,6 +111,127 @@ def test_the_global_key_and_wall_clock_times_issue37(spark, registered):
     sql = spark.sql("SELECT * FROM windowkit_boundary_frames(TABLE(clock), time => 'time', "
                     "value => 'v', x => 10)")
     same_rows(sql, boundary_frames(df, "time", "v", 10))
+
+
+@pytest.mark.parametrize("function", sorted(SQL_REPORT_CALLS))
+def test_the_multi_granular_functions_give_the_dataframe_functions_rows_issue37(
+        spark, registered, function):
+    """A typed key column, a value that is text (one row not a number), a distinct count,
+    levels as an array of arrays, and malformed rows."""
+    import windowkit.spark as W
+
+    query, params = SQL_REPORT_CALLS[function]
+    df = sql_flows(spark)
+    same_rows(spark.sql(query), getattr(W, function)(df, **params))
+
+
+def test_multi_granular_over_integer_times_and_the_global_key_counts_alone_issue37(
+        spark, registered):
+    """No ``value`` (count alone, its default), ``closed => 'right'`` (rows before the origin
+    are malformed), continuous reports, integer times in ms, the global key."""
+    from windowkit.spark import multi_granular, recurring_items
+
+    rows = [(int(t), f"i{t % 3}") for t in range(-4000, 60_000, 1700)] + [(None, "i1")]
+    df = spark.createDataFrame(rows, "ms long, item string")
+    df.createOrReplaceTempView("ticks")
+    params = {"levels": [("2 seconds", "2 seconds"), ("12 seconds", "4 seconds")],
+              "closed": "right", "report": "continuous", "time_unit": "ms"}
+    sql = spark.sql("""SELECT * FROM windowkit_multi_granular(TABLE(ticks), time => 'ms',
+        levels => array(array('2 seconds', '2 seconds'), array('12 seconds', '4 seconds')),
+        closed => 'right', report => 'continuous', time_unit => 'ms',
+        aggregates => array('count'))""")
+    same_rows(sql, multi_granular(df, "ms", aggregates=["count"], **params))
+    sql = spark.sql("""SELECT * FROM windowkit_recurring_items(TABLE(ticks), time => 'ms',
+        item => 'item', time_unit => 'ms', report => 'continuous', closed => 'right',
+        levels => array(array('2 seconds', '2 seconds'), array('12 seconds', '4 seconds')))""")
+    same_rows(sql, recurring_items(df, "ms", "item", **params))
+
+
+@pytest.mark.parametrize("call", sorted(SQL_PERSISTENT_CALLS))
+def test_persistent_items_gives_the_dataframe_functions_rows_issue37(spark, registered, call):
+    """A typed item (sliding windows: one instance) and a text one (fixed windows: routed by
+    the item into shards), over rows with no time and rows with no item."""
+    from windowkit.spark import persistent_items
+
+    query, params = SQL_PERSISTENT_CALLS[call]
+    df = sql_flows(spark)
+    same_rows(spark.sql(query), persistent_items(df, **params))
+
+
+def test_persistent_items_over_integer_times_and_an_origin_issue37(spark, registered):
+    from windowkit.spark import persistent_items
+
+    rows = [(f"ip{i % 5}" if i % 7 else "ip1", 1_000 * i + 250) for i in range(150)]
+    df = spark.createDataFrame(rows + [("ip2", None)], "ip string, ms long")
+    df.createOrReplaceTempView("seen")
+    sql = spark.sql("""SELECT * FROM windowkit_persistent_items(TABLE(seen), item => 'ip',
+        time => 'ms', time_unit => 'ms', slot => '5 seconds', window_slots => 6,
+        alpha => 0.6, epsilon => 0.3, origin => '1970-01-01 00:00:02')""")
+    same_rows(sql, persistent_items(df, "ip", "ms", time_unit="ms", slot="5 seconds",
+                                    window_slots=6, alpha=0.6, epsilon=0.3,
+                                    origin="1970-01-01 00:00:02"))
+
+
+def test_widen_detect_gives_the_dataframe_functions_rows_issue37(spark, registered):
+    """Episodes over system calls (a text column the table lacks is null), their times and
+    ordinals as arrays, malformed rows; and with a process id as text, an array key."""
+    from windowkit.spark import widen_detect
+
+    query, params = SQL_WIDENING_CALL
+    df = sql_calls(spark)
+    same_rows(spark.sql(query), widen_detect(df, **params))
+    texts = df.selectExpr("CAST(pid AS STRING) AS proc", "pid", "time", "call", "fd", "ret")
+    texts.drop("pid").createOrReplaceTempView("text_calls")
+    sql = spark.sql("""SELECT * FROM windowkit_widen_detect(TABLE(text_calls),
+        time => 'time', by => array('proc'), base => '2 seconds', max_length => 8,
+        levels => 4, detector => 'remote-shell', report => 'all')""")
+    same_rows(sql, widen_detect(texts.drop("pid"), "time", by=["proc"], base="2 seconds",
+                                max_length=8, levels=4, report="all"))
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    ("windowkit_widen_detect(TABLE(calls), time => 'time', levels => 3, "
+     "detector => 'no-such-episode')",
+     "no-such-episode"),
+    ("windowkit_widen_detect(TABLE(calls), time => 'time', levels => 3, "
+     "base => '4 apples')",
+     "'4 apples'"),
+    ("windowkit_persistent_items(TABLE(flows), item => 'dst', time => 'time', "
+     "alpha => 0.5, epsilon => 0.7)",
+     "`epsilon` must be smaller than `alpha`; got epsilon=0.7, alpha=0.5"),
+    ("windowkit_persistent_items(TABLE(flows), item => 'upper(dst)', time => 'time')",
+     "`item` must name a column of the table (src, dst, time, bytes, bucket); got 'upper(dst)'"),
+    ("windowkit_persistent_items(TABLE(flows), item => 'dst', time => 'time', "
+     "slot => '20 apples')", "'20 apples'"),
+    ("windowkit_multi_granular(TABLE(flows), time => 'time', value => 'bytes', "
+     "window => 'RANGES 1 MINUTE SLIDES 1 MINUTE', agregates => array('sum'))",
+     "windowkit_multi_granular has no parameter `agregates`; it takes time, window, levels"),
+    ("windowkit_multi_granular(TABLE(flows), time => 'time', value => 'bytes', "
+     "window => 'RANGES 1 MINUTE SLIDES 1 MINUTE', aggregates => array('median'))",
+     "`aggregates` must be one of"),
+    ("windowkit_multi_granular(TABLE(flows), time => 'time', "
+     "window => 'RANGES 1 MINUTE SLIDES 1 MINUTE')",
+     "`value` is required for aggregates other than count and for regression"),
+    ("windowkit_recurring_items(TABLE(flows), time => 'time', item => 'dst', "
+     "window => 'RANGES 1 MINUTE SLIDES 1 MINUTE', report => 'sometimes')",
+     "`report` must be one of"),
+    ("windowkit_recurring_items(TABLE(flows), time => 'time', item => 'dst', "
+     "window => 'RANGES 1 MINUT SLIDES 1 MINUTE')", "1 MINUT"),
+], ids=["detector", "base", "epsilon", "item", "slot", "unknown", "aggregate", "value", "report",
+        "window"])
+def test_a_reports_mistake_is_one_error_at_analysis_issue37(spark, registered, call,
+                                                                  message):
+    from pyspark.errors import AnalysisException
+
+    sql_flows(spark)
+    sql_calls(spark)
+    with pytest.raises(AnalysisException) as raised:
+        analyse(spark, f"SELECT * FROM {call}")
+    error = str(raised.value)
+    last = [line for line in error.splitlines() if line.startswith("ValueError: ")]
+    assert len(last) == 1 and message in last[0], error
+    assert ("'median'" in last[0]) == ("median" in call)
+    assert ("'sometimes'" in last[0]) == ("sometimes" in call)
 
 
 def test_the_sql_projection_reads_times_and_predicates_as_the_dataframe_function_issue37(spark):
@@ -202,7 +334,7 @@ def test_spark_connect_gives_the_classic_rows_and_errors_issue37(spark, connect_
     from tests.session_kinds import run_case
     from tests.test_session_kinds import canonical as session_canonical
 
-    names = ["sql_frames_batch", "error_sql_bad_duration"]
+    names = ["sql_frames_batch", "sql_reports_batch", "error_sql_bad_duration"]
     done = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "session_kinds.py"),
                            connect_url, str(tmp_path), *names],
                           env={**os.environ, "PYTHONPATH": ROOT}, capture_output=True,

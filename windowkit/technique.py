@@ -55,13 +55,28 @@ class SqlSignature:
     operator : str
         ``"module:builder"`` under ``windowkit.spark``: the builder the function itself calls
         to make its operator's factory from its parameters (as keywords; it ignores those it
-        does not read), checking them as the function does.
-    inputs : dict
+        does not read), checking them as the function does; a SQL call also gives it the
+        ``table``'s schema.
+    inputs : dict or str
         The operator's inputs -> the parameter holding each one's SQL expression (a column
-        name, or a predicate for a ``"code"`` input), over the table's columns.
+        name, or a predicate for a ``"code"`` input), over the table's columns; or
+        ``"module:function"`` under ``windowkit.spark`` giving that mapping to SQL
+        expressions from the operator, the ``table``'s schema and the parameters.
     columns : str
         ``"module:NAME"`` under ``windowkit.spark``: the output's columns after the key, as the
-        function projects them.
+        function projects them: a list of the operator's columns (``rejected`` and ``detail``
+        included), or a callable taking the operator, the ``table``'s schema and the
+        parameters (as keywords) and giving that list, where an entry may be ``(output name,
+        operator column or function of the operator's output[, kind])``, a kind being one
+        of the operator's, a Spark type, or ``("array", kind)``.
+    defaults : dict
+        The operator's inputs -> the SQL text each one takes when its parameter is None (an
+        input with neither is left out, as the function leaves it out).
+    valid : str or None
+        ``"module:function"`` under ``windowkit.spark``: the SQL predicate a row must satisfy
+        to reach the operator (else it is malformed), as the function's own check of its
+        rows; it takes the operator, the SQL text of the row's event time in µs and the SQL
+        texts of the inputs given. None: the rows' time and key alone.
 
     Examples
     --------
@@ -71,8 +86,10 @@ class SqlSignature:
     """
 
     operator: str
-    inputs: Mapping[str, str]
+    inputs: Mapping[str, str] | str
     columns: str
+    defaults: Mapping[str, str] = field(default_factory=dict)
+    valid: str | None = None
 
 
 @dataclass(frozen=True)

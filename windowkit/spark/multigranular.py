@@ -47,8 +47,11 @@ from windowkit.core.multigranular.aggregator import (
 )
 from windowkit.core.multigranular.distinct import DEFAULT_PRECISION
 from windowkit.core.multigranular.spec import MultiGranularSpec
+from windowkit.core.operator import KEY
 from windowkit.core.validation import check_choice
 from windowkit.spark.adapter import (
+    DETAIL_OUT,
+    REJECTED,
     SHARD_OUT,
     OperatorJob,
     row_json,
@@ -183,13 +186,8 @@ def multi_granular(
     >>> out.filter("level = 1").select("range", "slide").first()
     Row(range=datetime.timedelta(seconds=120), slide=datetime.timedelta(seconds=60))
     """
-    spec = make_spec(window, levels, origin, closed)
-    config = AggregatorConfig(spec, tuple(aggregates), bool(regression),
-                              None if weights is None else tuple(float(w) for w in weights),
-                              report, distinct is not None, distinct_precision)
-    if value is None and set(config.aggregates) - {"count"} | ({"x"} if regression else set()):
-        msg = "`value` is required for aggregates other than count and for regression"
-        raise ValueError(msg)
+    factory = multi_granular_operator(**locals())  # the parameters alone, as SQL calls it too
+    config = factory.keywords["config"]
     key = resolve_key(df, by)
     clock = event_time(df, time, time_unit)
     micros = clock.micros()
@@ -197,9 +195,7 @@ def multi_granular(
                                                   else value)
     number = _number(value_col) if value is not None else F.lit(0.0)
     valid = number.isNotNull() & (micros >= F.lit(config.effective_spec.first_instant))
-    factory = functools.partial(MultiGranularAggregator, config=config)
-    renamed = {} if distinct is None else {
-        "distinct": f"distinct_{distinct}" if isinstance(distinct, str) else "distinct"}
+    renamed = {} if distinct is None else {"distinct": distinct_column(distinct)}
     project = _projection(renamed)
     # the sketches hash strings, in the JVM and in Python alike
     item = None if distinct is None else (
@@ -263,15 +259,14 @@ def recurring_items(
     +----+-------------------+-------------------+-----+
     <BLANKLINE>
     """
-    check_choice("report", report, ("periodic", "continuous"))
-    spec = make_spec(window, levels, origin, closed)
+    factory = recurring_operator(**locals())  # the parameters alone, as SQL calls it too
+    spec = factory.keywords["window"]
     effective = spec.continuous() if report == "continuous" else spec
     key = resolve_key(df, by)
     clock = event_time(df, time, time_unit)
     micros = clock.micros()
     item_col = (F.col(item) if isinstance(item, str) else item).cast("string")
     valid = item_col.isNotNull() & (micros >= F.lit(effective.first_instant))
-    factory = functools.partial(RecurringItems, window=spec, report=report)
     project = _projection()
     if df.isStreaming:
         job = OperatorJob(factory=factory, inputs={"item": item_col}, valid=valid)
@@ -283,6 +278,117 @@ def recurring_items(
                                                              _granule_end(effective))
     return _run_cells(cells, factory, {"item": F.expr(_ITEM), "cell_n": F.expr("cell_n")},
                       shards, project, clock, key)
+
+
+def multi_granular_operator(*, window: str | None = None,
+                            levels: list[tuple[str, str]] | None = None,
+                            value: object = None,
+                            aggregates: tuple[str, ...] | list[str] = DEFAULT_AGGREGATES,
+                            regression: bool = False, weights: list[float] | None = None,
+                            report: ReportMode = "periodic", distinct: object = None,
+                            distinct_precision: int = DEFAULT_PRECISION,
+                            origin: int | str | dt.datetime = 0, closed: str = "left",
+                            **_: object) -> functools.partial:
+    """The operator factory :func:`multi_granular` runs, from its parameters (keywords; the
+    others are ignored), checked as the function checks them: also its SQL table function's.
+
+    Examples
+    --------
+    >>> factory = multi_granular_operator(window="RANGES 2 MINUTES SLIDES 1 MINUTE",
+    ...                                   value="v", aggregates=["count", "sum"])
+    >>> [name for name, _ in factory().output_schema][-2:]
+    ['count', 'sum']
+    >>> multi_granular_operator(window="RANGES 2 MINUTES SLIDES 1 MINUTE")
+    Traceback (most recent call last):
+    ...
+    ValueError: `value` is required for aggregates other than count and for regression
+    """
+    spec = make_spec(window, None if levels is None else [tuple(lv) for lv in levels], origin,
+                     closed)
+    config = AggregatorConfig(spec, tuple(aggregates), bool(regression),
+                              None if weights is None else tuple(float(w) for w in weights),
+                              report, distinct is not None, distinct_precision)
+    if value is None and set(config.aggregates) - {"count"} | ({"x"} if regression else set()):
+        msg = "`value` is required for aggregates other than count and for regression"
+        raise ValueError(msg)
+    return functools.partial(MultiGranularAggregator, config=config)
+
+
+def recurring_operator(*, window: str | None = None,
+                       levels: list[tuple[str, str]] | None = None,
+                       report: ReportMode = "periodic", origin: int | str | dt.datetime = 0,
+                       closed: str = "left", **_: object) -> functools.partial:
+    """The operator factory :func:`recurring_items` runs, from its parameters (keywords; the
+    others are ignored), checked as the function checks them: also its SQL table function's.
+
+    Examples
+    --------
+    >>> recurring_operator(window="RANGES 2 MINUTES SLIDES 1 MINUTE")().output_schema[1]
+    ('item', 'string')
+    """
+    check_choice("report", report, ("periodic", "continuous"))
+    spec = make_spec(window, None if levels is None else [tuple(lv) for lv in levels], origin,
+                     closed)
+    return functools.partial(RecurringItems, window=spec, report=report)
+
+
+def distinct_column(distinct: str | Column) -> str:
+    """The name of the distinct count's column: ``distinct_<distinct>`` for a column name.
+
+    Examples
+    --------
+    >>> distinct_column("dst")
+    'distinct_dst'
+    """
+    return f"distinct_{distinct}" if isinstance(distinct, str) else "distinct"
+
+
+def report_columns(operator: MultiGranularAggregator | RecurringItems, *,
+                   distinct: object = None, **_: object) -> list[str | tuple[str, str]]:
+    """The reports' columns after the key as :func:`multi_granular` and
+    :func:`recurring_items` project them (the operator's, ``rejected``, ``detail``; the
+    distinct count under its own name), for their SQL table functions.
+
+    Examples
+    --------
+    >>> params = {"window": "RANGES 1 MINUTE SLIDES 1 MINUTE", "aggregates": ["count"],
+    ...           "distinct": "dst"}
+    >>> report_columns(multi_granular_operator(**params)(), **params)[-3:]
+    [('distinct_dst', 'distinct'), 'rejected', 'detail']
+    """
+    renamed = {} if distinct is None else {"distinct": distinct_column(distinct)}
+    return [(renamed[name], name) if name in renamed else name
+            for name, _ in operator.output_schema if name != KEY] + [REJECTED, DETAIL_OUT]
+
+
+def reports_valid_sql(operator: MultiGranularAggregator, micros: str,
+                      inputs: dict[str, str]) -> str:
+    """SQL twin of :func:`multi_granular`'s check of a row: a finite ``value`` (a double),
+    at or after the levels' first instant.
+
+    Examples
+    --------
+    >>> agg = multi_granular_operator(window="RANGES 1 MINUTE SLIDES 1 MINUTE",
+    ...                               aggregates=["count"], closed="right")()
+    >>> reports_valid_sql(agg, "t", {"value": "v"})
+    "t >= 0 AND NOT isnan(v) AND abs(v) <> double('inf')"
+    """
+    value = inputs["value"]
+    return (f"{micros} >= {operator.first_instant} AND NOT isnan({value}) AND "
+            f"abs({value}) <> double('inf')")
+
+
+def recurring_valid_sql(operator: RecurringItems, micros: str, inputs: dict[str, str]) -> str:
+    """SQL twin of :func:`recurring_items`'s check of a row: an item, at or after the levels'
+    first instant.
+
+    Examples
+    --------
+    >>> rec = recurring_operator(window="RANGES 1 MINUTE SLIDES 1 MINUTE", closed="right")()
+    >>> recurring_valid_sql(rec, "t", {"item": "i"})
+    't >= 0 AND i IS NOT NULL'
+    """
+    return f"{micros} >= {operator.first_instant} AND {inputs['item']} IS NOT NULL"
 
 
 #: Deprecated: :func:`windowkit.spark.split_rejected` splits every function's output.

@@ -160,28 +160,21 @@ def persistent_items(
     +---------------+---+--------+----------+
     <BLANKLINE>
     """
-    slot_us, mode = _check(slot, window_slots, alpha, epsilon, sliding)
-    origin_us = origin_micros(origin)
-    if delta is not None:
-        check_in_range("delta", delta, 0, 1, low_open=True, high_open=True)
+    # resolved on the caller's columns, before the adapter adds its own
+    resolved = resolve_column(df, item, "item")
+    integral = isinstance(resolved.type, T.IntegralType)
+    # validates the parameters, before any Spark work
+    factory = persistent_operator(**locals(), item_type="int64" if integral else "string")
+    item_type = resolved.type
+    slot_us, origin_us = factory.args[3], factory.keywords["origin"]
     if shards is None:
         from windowkit.spark.adapter import default_shards
 
         shards = default_shards(df)
     shards = check_int("shards", shards, 1)
-    # resolved on the caller's columns, before the adapter adds its own
-    resolved = resolve_column(df, item, "item")
-    item_type = resolved.type
-    integral = isinstance(item_type, T.IntegralType)
-    op_kwargs = {"mode": mode, "item_type": "int64" if integral else "string",
-                 "delta": delta, "seed": seed, "origin": origin_us}
-    # validates the parameters, before any Spark work
-    PersistentItemsOperator(alpha, epsilon, window_slots, slot_us, **op_kwargs)
     item_value = resolved.column.cast("long" if integral else "string")
     clock = event_time(df, time, time_unit)
     micros = clock.micros()
-    factory = functools.partial(PersistentItemsOperator, alpha, epsilon, window_slots,
-                                slot_us, **op_kwargs)
     job = OperatorJob(factory=factory, inputs={ITEM: item_value})
     # The operator routes by the item: every row of an item reaches the same shard (a row
     # without an item is malformed), and no key travels to Python (the operator needs none).
@@ -195,6 +188,79 @@ def persistent_items(
 
     return run_operator(df, job, time=micros, key=None, shards=shards, late=late,
                         time_unit="us", project=project)
+
+
+def persistent_operator(*, slot: str | int | dt.timedelta = "30 seconds",
+                        window_slots: int = 100, alpha: float = 0.5, epsilon: float = 0.1,
+                        delta: float | None = DEFAULT_PERSISTENCE_DELTA, sliding: bool = True,
+                        seed: int = 0, origin: str | dt.datetime | None = None,
+                        item_type: str | None = None, item: object = None,
+                        table: T.StructType | None = None, **_: object) -> functools.partial:
+    """The operator factory :func:`persistent_items` runs, from its parameters (keywords; the
+    others are ignored), checked as the function checks them: also its SQL table function's,
+    where ``item_type`` follows the type of the ``table``'s ``item`` column.
+
+    Examples
+    --------
+    >>> factory = persistent_operator(slot="10 seconds", window_slots=4, item="ip",
+    ...                               table=T.StructType.fromDDL("ip int, t timestamp"))
+    >>> factory().item_type, factory().output_schema[0]
+    ('int64', ('window_end_slot', 'int64'))
+    >>> persistent_operator(alpha=0.5, epsilon=0.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: `epsilon` must be smaller than `alpha`; got epsilon=0.5, alpha=0.5
+    """
+    slot_us, mode = _check(slot, window_slots, alpha, epsilon, sliding)
+    origin_us = origin_micros(origin)
+    if delta is not None:
+        check_in_range("delta", delta, 0, 1, low_open=True, high_open=True)
+    if item_type is None:
+        item_type = "int64" if isinstance(_item_field(item, table), T.IntegralType) else "string"
+    op_kwargs = {"mode": mode, "item_type": item_type, "delta": delta, "seed": seed,
+                 "origin": origin_us}
+    PersistentItemsOperator(alpha, epsilon, window_slots, slot_us, **op_kwargs)  # checks them
+    return functools.partial(PersistentItemsOperator, alpha, epsilon, window_slots, slot_us,
+                             **op_kwargs)
+
+
+def _item_field(item: object, table: T.StructType | None) -> T.DataType | None:
+    """The type of the ``table``'s column ``item`` names (None: not a column of it)."""
+    if table is None or not isinstance(item, str) or item not in table.names:
+        return None
+    return table[item].dataType
+
+
+def persistent_columns(operator: PersistentItemsOperator, *, item: object,
+                       table: T.StructType, **_: object) -> list:
+    """:func:`persistent_items`' columns as its projection makes them (the window's bounds
+    from its last slot, the item under its column's name and type, the status), for its SQL
+    table function; the SQL ``item`` names a column of the ``table``.
+
+    Examples
+    --------
+    >>> table = T.StructType.fromDDL("ip string, t timestamp")
+    >>> op = persistent_operator(slot="10 seconds", window_slots=4, item="ip", table=table)()
+    >>> [entry if isinstance(entry, str) else entry[0]
+    ...  for entry in persistent_columns(op, item="ip", table=table)][:6]
+    ['window_end_slot', 'window_start', 'window_end', 'ip', 'estimate', 'status']
+    """
+    item_type = _item_field(item, table)
+    if item_type is None:
+        msg = f"`item` must name a column of the table ({', '.join(table.names)}); got {item!r}"
+        raise ValueError(msg)
+    slot, window = operator.slot_length, operator.config.n
+
+    def start(part):
+        return (part["window_end_slot"] - (window - 1)) * slot + operator.origin
+
+    def end(part):
+        return (part["window_end_slot"] + 1) * slot + operator.origin
+
+    return ["window_end_slot", ("window_start", start, "timestamp"),
+            ("window_end", end, "timestamp"), (item, ITEM, item_type), "estimate",
+            ("status", lambda part: [REPORTED] * len(part), T.StringType()), REJECTED,
+            DETAIL_OUT]
 
 
 def exact_persistent_items(

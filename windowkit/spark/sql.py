@@ -17,9 +17,15 @@ analyses the query: it checks the parameters (a mistake is one ``ValueError`` na
 parameter and the value, as the DataFrame function raises it), gives the output schema (the
 key columns under their own names and types, the times in the time column's kind), and asks
 Spark for the projection the adapter would make (the key's text, the event time in µs, the
-operator's inputs, a malformed row's JSON) and for the partitioning: rows are hashed by key
-into ``shards`` groups, one UDTF instance each, as the adapter's shards (one instance per key
-costs Python a call per key). A call therefore takes no ``PARTITION BY`` of its own.
+operator's inputs, a malformed row's JSON; a row the function's own check refuses is
+malformed) and for the partitioning: rows are hashed into ``shards`` groups, one UDTF instance
+each, as the adapter's shards, by what the operator routes by (the key, or an input of its
+own), or all go to one instance (the global key, or an operator that ends with the input:
+one instance's last row is then the input's); one instance per key would cost Python a call
+per key. A call therefore takes no ``PARTITION BY`` of its own. What differs between
+functions is declared, not written here: the signature's inputs (parameters, SQL defaults, or
+a function of the operator and the table), its row check, and its output columns (operator
+columns, renamed, or computed from the operator's output).
 
 Streams take the DataFrame functions: Spark refuses a streaming ``TABLE`` argument when the
 query starts (it would sort a stream to partition it), and a UDTF, which ends its input at
@@ -141,16 +147,20 @@ class Plan:
         The key's columns (none for the global key).
     clock : EventTime
         The time column's kind, to give the output's times back in.
-    columns : tuple of (name, kind)
-        The output's columns after the key, each with its kind in the operator's output
-        schema (None for ``rejected`` and ``detail``).
+    columns : tuple of (name, source, kind)
+        The output's columns after the key, each with the operator's column it holds (or a
+        function of the operator's output giving its values) and its kind: that in the
+        operator's output schema (None for ``rejected`` and ``detail``), or a Spark type.
+    keyed : bool
+        Whether the output starts with the key (False: the operator gives no key).
     """
 
     factory: Any
     inputs: dict[str, str]
     keys: tuple[str, ...]
     clock: EventTime
-    columns: tuple[tuple[str, str | None], ...]
+    columns: tuple[tuple[str, Any, Any], ...]
+    keyed: bool = True
 
 
 @dataclass
@@ -190,22 +200,73 @@ def analyze_call(function: str, shards_default: int, /, *args: AnalyzeArgument,
                                        params.get(roles.get("time_unit", ""))))
     keys = _key_names(params.get(roles["key"]) if "key" in roles else None, roles.get("key"),
                       fields)
-    factory = load(f"windowkit.spark.{step.sql.operator}")(**params)
+    # (the builder and the columns also see the table's schema: an item's type, say)
+    factory = load(f"windowkit.spark.{step.sql.operator}")(**params, table=table)
     operator = factory()
     declared = dict(operator.input_schema)
-    inputs = {name: declared[name] for name in step.sql.inputs}
+    texts = _input_texts(step, params, operator, table)
+    inputs = {name: declared[name] for name in texts}
     shards = check_int("shards", params["shards"] if params.get("shards") is not None
                        else shards_default, 1)
     key_text = _key_text(keys)
-    select = _projection(step, params, table, inputs, clock, time_name, keys, key_text)
-    kinds = dict(operator.output_schema)
-    columns = tuple((name, kinds.get(name)) for name in load(f"windowkit.spark.{step.sql.columns}"))
-    schema = _output_schema(keys, fields, columns, clock)
-    plan = Plan(factory, inputs, keys, clock, columns)
-    if not keys:
+    select = _projection(step, texts, table, inputs, clock, time_name, keys, key_text,
+                         operator)
+    columns = _columns(step, operator, params, table)
+    keyed = KEY in dict(operator.output_schema)
+    schema = _output_schema(keys, fields, columns, clock, keyed)
+    plan = Plan(factory, inputs, keys, clock, columns, keyed)
+    routed = _routed_by(operator, select, key_text if keys else None)
+    if routed is None:
         return PlannedCall(schema=schema, withSinglePartition=True, select=select, plan=plan)
     return PlannedCall(schema=schema, select=select, plan=plan,
-                       partitionBy=[PartitioningColumn(f"pmod(hash({key_text}), {shards})")])
+                       partitionBy=[PartitioningColumn(f"pmod(hash({routed}), {shards})")])
+
+
+def _input_texts(step: StepFunction, params: dict, operator: Any, table: T.StructType
+                 ) -> dict[str, str]:
+    """Each operator input's SQL expression over the table: the parameter holding it (its
+    default where the parameter is None; left out, as the function leaves it out, without
+    one), or what the signature's function of the operator and the table gives."""
+    if isinstance(step.sql.inputs, str):
+        return load(f"windowkit.spark.{step.sql.inputs}")(operator, table=table, **params)
+    texts = {}
+    for name, parameter in step.sql.inputs.items():
+        text = step.sql.defaults.get(name) if params[parameter] is None else params[parameter]
+        if text is None:
+            continue
+        if not isinstance(text, str):
+            msg = f"`{parameter}` must be a SQL expression over the table's columns; got {text!r}"
+            raise ValueError(msg)
+        texts[name] = text
+    return texts
+
+
+def _routed_by(operator: Any, select: list[SelectedColumn], key_text: str | None
+               ) -> str | None:
+    """The SQL text the rows are hashed into shards by, as the adapter routes them: the key,
+    or the operator's ``route`` input; None: one instance takes every row (the global key,
+    or an operator that ``ends_with_input``, whose instances must all end at the input's last
+    time: one instance's last row is that time)."""
+    if operator.ends_with_input:
+        return None
+    if operator.route == KEY:
+        return key_text
+    return next(c.name for c in select if c.alias == f"{_INPUT}{operator.route}")
+
+
+def _columns(step: StepFunction, operator: Any, params: dict, table: T.StructType
+             ) -> tuple[tuple[str, Any, Any], ...]:
+    """The output's columns after the key, as (name, the operator's column it holds or a
+    function of the operator's output computing it, its kind: that in the operator's output
+    schema unless given, a kind or a Spark type), as the function projects them."""
+    declared = load(f"windowkit.spark.{step.sql.columns}")
+    entries = declared(operator, table=table, **params) if callable(declared) else declared
+    kinds = dict(operator.output_schema)
+    found = []
+    for entry in entries:
+        name, source, *kind = entry if isinstance(entry, tuple) else (entry, entry)
+        found.append((name, source, kind[0] if kind else kinds.get(source)))
+    return tuple(found)
 
 
 def _arguments(step: StepFunction, args: tuple, kwargs: dict) -> tuple[T.StructType, dict]:
@@ -245,10 +306,15 @@ def _constant(name: str, argument: AnalyzeArgument) -> Any:
         msg = (f"`{name}` must be a constant (a literal such as '3 rows' or 0.5); got "
                f"{'a TABLE' if argument.isTable else 'an expression of the rows'}")
         raise ValueError(msg)
-    value = argument.value
+    return _python_value(argument.value)
+
+
+def _python_value(value: Any) -> Any:
+    """A SQL literal's value as Python gives it to the function: decimals as floats, arrays
+    (of arrays) as lists."""
     if isinstance(value, decimal.Decimal):
         return float(value)
-    return list(value) if isinstance(value, list | tuple) else value
+    return [_python_value(v) for v in value] if isinstance(value, list | tuple) else value
 
 
 def _column_name(params: dict, parameter: str, fields: dict) -> str:
@@ -287,21 +353,18 @@ def _key_text(keys: tuple[str, ...]) -> str:
     return f"to_json(named_struct({fields}), map({options}))"
 
 
-def _projection(step: StepFunction, params: dict, table: T.StructType, inputs: dict,
+def _projection(step: StepFunction, texts: dict, table: T.StructType, inputs: dict,
                 clock: EventTime, time_name: str, keys: tuple[str, ...],
-                key_text: str) -> list[SelectedColumn]:
+                key_text: str, operator: Any) -> list[SelectedColumn]:
     """The columns Spark computes for the UDTF, as the adapter's projection: the key's text,
     the event time in µs (null for a malformed row), the operator's inputs, the key's own
-    values, and a malformed row's JSON (null for the others)."""
+    values, and a malformed row's JSON (null for the others); a row the function's own
+    check (the signature's ``valid``) refuses is malformed too."""
     micros = clock.micros_sql(quoted_name(time_name))
     malformed = [f"{micros} IS NULL", *[f"{quoted_name(k)} IS NULL" for k in keys]]
     columns = {}
     for name, kind in inputs.items():
-        text = params[step.sql.inputs[name]]
-        if not isinstance(text, str):
-            msg = (f"`{step.sql.inputs[name]}` must be a SQL expression over the table's "
-                   f"columns; got {text!r}")
-            raise ValueError(msg)
+        text = texts[name]
         if kind == "code":
             # a time too far out for the adapter to fold the code into is not a real time
             malformed.append(f"NOT {micros} BETWEEN {-FOLD_LIMIT} AND {FOLD_LIMIT}")
@@ -309,6 +372,12 @@ def _projection(step: StepFunction, params: dict, table: T.StructType, inputs: d
         else:
             spark_type = T.StringType() if kind == "category" else _SPARK_TYPES[kind]
             columns[name] = f"try_cast(({text}) AS {spark_type.simpleString()})"
+    if operator.route != KEY:
+        # a row with no routing value belongs to no instance's state
+        malformed.append(f"({columns[operator.route]}) IS NULL")
+    if step.sql.valid is not None:
+        valid = load(f"windowkit.spark.{step.sql.valid}")(operator, micros, columns)
+        malformed.append(f"NOT coalesce({valid}, false)")
     flagged = [f"({columns[n]}) IS NULL" for n, kind in inputs.items() if kind == "code"]
     row = ", ".join(quoted_name(f.name) for f in table.fields)
     bad = " OR ".join(malformed)
@@ -321,17 +390,23 @@ def _projection(step: StepFunction, params: dict, table: T.StructType, inputs: d
 
 
 def _output_schema(keys: tuple[str, ...], fields: dict,
-                   columns: tuple[tuple[str, str | None], ...], clock: EventTime
-                   ) -> T.StructType:
+                   columns: tuple[tuple[str, Any, Any], ...], clock: EventTime,
+                   keyed: bool = True) -> T.StructType:
     """The DataFrame function's output schema: the key columns under their own names and
-    types (``key``, text, for the global key), then ``columns`` (times in ``clock``'s kind)."""
-    key_fields = ([T.StructField(k, fields[k].dataType, True) for k in keys] if keys
+    types (``key``, text, for the global key; none if the operator gives no key), then
+    ``columns`` (times in ``clock``'s kind)."""
+    key_fields = ([] if not keyed
+                  else [T.StructField(k, fields[k].dataType, True) for k in keys] if keys
                   else [T.StructField(KEY, T.StringType(), True)])
     return T.StructType([*key_fields, *[T.StructField(name, _output_type(kind, clock), True)
-                                        for name, kind in columns]])
+                                        for name, _, kind in columns]])
 
 
-def _output_type(kind: str | None, clock: EventTime) -> T.DataType:
+def _output_type(kind: Any, clock: EventTime) -> T.DataType:
+    if isinstance(kind, T.DataType):
+        return kind
+    if isinstance(kind, tuple):  # ("array", the elements' kind)
+        return T.ArrayType(_output_type(kind[1], clock), True)
     if kind is None:  # rejected, detail
         return T.StringType()
     if kind == "timestamp":
@@ -392,25 +467,41 @@ class _TableFunction:
             yield from self._output_rows(part)
 
     def _output_rows(self, part: Any) -> Iterator[tuple]:
-        keys = ([(k,) for k in part[KEY]] if not self.plan.keys
+        keys = ([()] * len(part) if not self.plan.keyed
+                else [(k,) for k in part[KEY]] if not self.plan.keys
                 else [self.key_values[k] for k in part[KEY]])
-        values = [[_output_value(v, kind, self.plan.clock) for v in part[name]]
-                  if name in part else [None] * len(part)
-                  for name, kind in self.plan.columns]
+        values = [[_output_value(v, kind, self.plan.clock) for v in _values(part, source)]
+                  for _, source, kind in self.plan.columns]
         for key, rest in zip(keys, zip(*values, strict=True), strict=True):
             yield (*key, *rest)
 
     def _rejected(self, detail: str) -> tuple:
-        width = max(len(self.plan.keys), 1)
+        width = max(len(self.plan.keys), 1) if self.plan.keyed else 0
         return (*[None] * width, *[detail if name == DETAIL_OUT else "malformed"
                                    if name == REJECTED else None
-                                   for name, _ in self.plan.columns])
+                                   for name, _, _ in self.plan.columns])
 
 
-def _output_value(value: Any, kind: str | None, clock: EventTime) -> Any:
+def _values(part: pd.DataFrame, source: Any) -> Any:
+    """A column's values in a part of the operator's output (nulls if it has none)."""
+    if callable(source):
+        return source(part)
+    return part[source] if source in part else [None] * len(part)
+
+
+#: The kind of an output column given as a Spark type, for its values.
+_TYPE_KINDS = ((T.IntegralType, "int64"), (T.FractionalType, "float64"),
+               (T.BooleanType, "bool"))
+
+
+def _output_value(value: Any, kind: Any, clock: EventTime) -> Any:
     """One value of the operator's output as Spark takes it for the output's type."""
+    if isinstance(kind, tuple):  # ("array", the elements' kind)
+        return None if value is None else [_output_value(v, kind[1], clock) for v in value]
     if value is None or pd.isna(value):
         return None
+    if isinstance(kind, T.DataType):
+        kind = next((k for t, k in _TYPE_KINDS if isinstance(kind, t)), None)
     if kind == "timestamp":
         return clock.restore_value(int(value))
     if kind == "duration":

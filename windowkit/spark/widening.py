@@ -6,6 +6,7 @@ import datetime as dt
 import functools
 from collections.abc import Callable
 
+import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -25,6 +26,7 @@ from windowkit.spark.adapter import (
     run_operator,
     user_column,
 )
+from windowkit.spark.columns import quoted_name
 from windowkit.spark.event_time import EventTime, TimeUnit, event_time
 from windowkit.spark.keys import KeyLike, resolve_key
 from windowkit.spark.rejected import deprecated_splitter
@@ -124,13 +126,8 @@ def widen_detect(
     +---+-----+--------+--------+
     <BLANKLINE>
     """
-    config = WideningConfig.create(base, max_length, max_duration, levels, report)
-    if isinstance(detector, str):
-        detector = EpisodeDetector(detector)
-    if not isinstance(detector, Detector):
-        msg = (f"`detector` must be a Detector or an episode's text; got "
-               f"{type(detector).__name__}")
-        raise ValueError(msg)
+    factory = widen_operator(**locals())  # the parameters alone, as SQL calls it too
+    detector = factory.args[0]
     key = resolve_key(df, by)
     textual = detector.column_type in ("category", "string")
     inputs = {}
@@ -146,11 +143,77 @@ def widen_detect(
         else:
             msg = f"the detector needs column {name!r}; the DataFrame has {df.columns}"
             raise ValueError(msg)
-    job = OperatorJob(factory=functools.partial(WindowWidening, detector, config=config),
-                      inputs=inputs)
+    job = OperatorJob(factory=factory, inputs=inputs)
     return run_operator(df, job, time=time, key=key, shards=shards, late=late,
                         time_unit=time_unit,
                         project=_detections_projection(event_time(df, time, time_unit)))
+
+
+def widen_operator(*, detector: Detector | str = "remote-shell",
+                   base: str | int | dt.timedelta = "1 second", max_length: int = 32,
+                   max_duration: str | int | dt.timedelta | None = None,
+                   levels: int | None = None, report: ReportMode = "first",
+                   **_: object) -> functools.partial:
+    """The operator factory :func:`widen_detect` runs, from its parameters (keywords; the
+    others are ignored), checked as the function checks them: also its SQL table function's.
+
+    Examples
+    --------
+    >>> widen_operator(base="4 seconds", max_length=16, levels=3)().input_schema[:2]
+    [('call', 'category'), ('ret', 'category')]
+    """
+    config = WideningConfig.create(base, max_length, max_duration, levels, report)
+    if isinstance(detector, str):
+        detector = EpisodeDetector(detector)
+    if not isinstance(detector, Detector):
+        msg = (f"`detector` must be a Detector or an episode's text; got "
+               f"{type(detector).__name__}")
+        raise ValueError(msg)
+    return functools.partial(WindowWidening, detector, config=config)
+
+
+def detector_inputs(operator: WindowWidening, *, table: T.StructType, **_: object
+                    ) -> dict[str, str]:
+    """The detector's columns as SQL over the ``table``, as :func:`widen_detect` takes them
+    (a text column the table lacks is null), for its SQL table function.
+
+    Examples
+    --------
+    >>> texts = detector_inputs(widen_operator(levels=3)(),
+    ...                         table=T.StructType.fromDDL("t long, call string"))
+    >>> texts["call"], texts["ret"]
+    ('`call`', 'CAST(NULL AS STRING)')
+    """
+    detector = operator.detector
+    texts = {}
+    for name in detector.columns:
+        if name in table.names:
+            texts[name] = quoted_name(name)
+        elif detector.column_type in ("category", "string"):
+            texts[name] = "CAST(NULL AS STRING)"
+        else:
+            msg = f"the detector needs column {name!r}; the table has {table.names}"
+            raise ValueError(msg)
+    return texts
+
+
+def detection_columns(operator: WindowWidening, **_: object) -> list:
+    """:func:`widen_detect`'s columns as its projection makes them (the episode's times and
+    ordinals as arrays), for its SQL table function.
+
+    Examples
+    --------
+    >>> columns = detection_columns(widen_operator(levels=3)())
+    >>> [c if isinstance(c, str) else c[0] for c in columns][-4:]
+    ['times', 'ordinals', 'rejected', 'detail']
+    """
+    def numbers(name: str):
+        return lambda part: [None if text is None or pd.isna(text)
+                             else [int(x) for x in text.split(",")] for text in part[name]]
+
+    return ["level", *TIME_COLUMNS[:3], "first_time", "last_time", "span",
+            ("times", numbers("times"), ("array", "timestamp")),
+            ("ordinals", numbers("ordinals"), ("array", "int64")), REJECTED, DETAIL_OUT]
 
 
 def _detections_projection(clock: EventTime

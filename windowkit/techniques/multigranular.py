@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from windowkit.technique import KEYED, StepFunction, StreamExample, Technique
+from windowkit.technique import KEYED, SqlSignature, StepFunction, StreamExample, Technique
 
 
 def check_levels(params: dict[str, Any]) -> None:
@@ -58,9 +58,19 @@ TECHNIQUE = Technique(
     core=("windowkit.core.multigranular",),
     functions=(
         StepFunction("multi_granular", columns=("time", "by", "value", "distinct"),
-                     report="multigranular:multi_granular_section", **_STEP),
+                     report="multigranular:multi_granular_section",
+                     # (the raw rows, as on a stream; the distinct count's items are text)
+                     sql=SqlSignature("multigranular:multi_granular_operator",
+                                      {"value": "value", "item": "distinct"},
+                                      "multigranular:report_columns", defaults={"value": "0.0"},
+                                      valid="multigranular:reports_valid_sql"),
+                     **_STEP),
         StepFunction("recurring_items", columns=("time", "item", "by"),
-                     report="multigranular:recurring_items_section", **_STEP),
+                     report="multigranular:recurring_items_section",
+                     sql=SqlSignature("multigranular:recurring_operator", {"item": "item"},
+                                      "multigranular:report_columns",
+                                      valid="multigranular:recurring_valid_sql"),
+                     **_STEP),
     ),
     helpers={"split_reports": "multigranular"},
     cli=("windowkit.cli.multigranular",),

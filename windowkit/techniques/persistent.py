@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from windowkit.technique import TIMED, StepFunction, Technique
+from windowkit.technique import TIMED, SqlSignature, StepFunction, Technique
 
 
 def persistent_check(exact: bool) -> Callable[[dict[str, Any]], None]:
@@ -56,7 +56,9 @@ TECHNIQUE = Technique(
     question="which items keep coming back, however rarely?",
     core=("windowkit.core.persistence", "windowkit.core.persistence.operator"),
     functions=(
-        StepFunction("persistent_items", check=persistent_check(exact=False), **_STEP),
+        StepFunction("persistent_items", check=persistent_check(exact=False),
+                     sql=SqlSignature("persistent:persistent_operator", {"item": "item"},
+                                      "persistent:persistent_columns"), **_STEP),
         StepFunction("exact_persistent_items", check=persistent_check(exact=True), **_STEP),
     ),
     helpers={"split_persistent": "persistent"},

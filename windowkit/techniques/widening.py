@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from windowkit.technique import KEYED, StepFunction, Technique
+from windowkit.technique import KEYED, SqlSignature, StepFunction, Technique
 
 
 def check_widening(params: dict[str, Any]) -> None:
@@ -51,7 +51,9 @@ TECHNIQUE = Technique(
                      from_input=KEYED, columns=("time", "by"),
                      durations={"base": "time", "max_duration": "time", "late": "time"},
                      check=check_widening, needs=(("call", "matches system calls"),),
-                     report="widening:widening_section"),
+                     report="widening:widening_section",
+                     sql=SqlSignature("widening:widen_operator", "widening:detector_inputs",
+                                      "widening:detection_columns")),
     ),
     helpers={"split_detections": "widening"},
     cli=("windowkit.cli.widen",),

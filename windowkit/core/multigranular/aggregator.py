@@ -230,6 +230,18 @@ class ChainOperator(StreamOperator):
         end = spec.origin + granule * spec.finest_slide + 1 - self._shift
         return np.maximum(self._first_instant(), end - ranges), end
 
+    @property
+    def first_instant(self) -> int:
+        """The earliest time a row may have to be in a window: an engine reports an earlier
+        row as malformed (the operator would only count it in ``before_origin``).
+
+        Examples
+        --------
+        >>> MultiGranularAggregator(levels=[(4, 1)], closed="right", origin=10).first_instant
+        10
+        """
+        return self._first_instant()
+
     def _first_instant(self) -> int:
         """The earliest instant a window may start at (the given specification's
         :attr:`~MultiGranularSpec.first_instant`: the chain's origin, moved back)."""
@@ -385,6 +397,17 @@ class MultiGranularAggregator(ChainOperator):
         if self.config.distinct:
             cols.append(("distinct", "int64"))
         return cols
+
+    @property
+    def input_schema(self) -> list[tuple[str, str]]:
+        """The raw rows' ``value`` (a float) and, for distinct counts, their ``item`` (text).
+
+        Examples
+        --------
+        >>> MultiGranularAggregator(levels=[(4, 1)]).input_schema
+        [('value', 'float64'), ('item', 'string')]
+        """
+        return [(VALUE, "float64"), (ITEM, "string")]
 
     @property
     def derived_outputs(self) -> dict[str, str]:

@@ -85,6 +85,17 @@ class RecurringItems(ChainOperator):
         return [REPORT_COLUMNS[0], (ITEM, "string"), *REPORT_COLUMNS[1:], ("count", "int64")]
 
     @property
+    def input_schema(self) -> list[tuple[str, str]]:
+        """The rows' ``item``, as text.
+
+        Examples
+        --------
+        >>> RecurringItems(levels=[(4, 1)]).input_schema
+        [('item', 'string')]
+        """
+        return [(ITEM, "string")]
+
+    @property
     def n_pairs(self) -> int:
         """Number of (key, item) pairs seen so far."""
         return len(self._state.keys)
