@@ -17,8 +17,10 @@ Spark (``--spark``): batch, ``--rows`` rows over 1,000 keys, 5 levels, count/sum
 (panes per finest granule, then a range window per level); all three are checked to give the
 same rows. Each path has ``--warmup`` untimed runs (round robin), then their timed runs
 interleave (median of ``--spark-runs``); the untimed runs' seconds are kept too (the first
-is the cold one). Then Structured Streaming rows/s over 10 files: the median of ``--stream-runs``
-queries, each end to end.
+is the cold one). The SQL table function ``windowkit_multi_granular`` against
+``multi_granular`` on the first ``--sql-function-rows`` rows (Spark feeds a table function
+row by row), checked to give the same rows. Then Structured Streaming rows/s over 10 files:
+the median of ``--stream-runs`` queries, each end to end.
 
     .venv/bin/python bench/multigranular.py                 # core, paper's experiments
     .venv/bin/python bench/multigranular.py --quick         # smaller, for a smoke run
@@ -259,7 +261,7 @@ def differing(ours, theirs) -> int:
 
 
 def spark_benchmarks(rows: int, runs: int, master: str, stream_runs: int = 3,
-                     warmup: int = 2) -> dict:
+                     warmup: int = 2, sql_rows: int = 0) -> dict:
     from windowkit.spark import multi_granular, windowkit_session
 
     # numba compiles a kernel once per installation (its cache is on disk): without this, a
@@ -300,6 +302,8 @@ def spark_benchmarks(rows: int, runs: int, master: str, stream_runs: int = 3,
             diff = differing(ours, paths[name]())
             results[name]["rows_differing_from_multi_granular"] = diff
         results["rows_out"] = ours.count()
+        if sql_rows:
+            results["sql_function"] = sql_function_timing(spark, table, sql_rows)
         for name in ("separate_window", "expert_sql"):
             results[name]["multi_granular_speedup"] = (
                 results[name]["seconds"] / results["multi_granular"]["seconds"])
@@ -334,6 +338,35 @@ def spark_benchmarks(rows: int, runs: int, master: str, stream_runs: int = 3,
     finally:
         spark.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def sql_function_timing(spark, table: str, rows: int) -> dict:
+    """``windowkit_multi_granular`` called from SQL against ``multi_granular`` on the first
+    ``rows`` rows of the table (Spark feeds a table function row by row, so the whole table
+    would take minutes a run): seconds of each (one untimed run, then one timed), and the rows
+    on which they differ."""
+    from windowkit.spark import multi_granular, register_sql
+
+    register_sql(spark)
+    subset = spark.read.parquet(table).limit(rows).localCheckpoint()
+    subset.createOrReplaceTempView("records_subset")
+    aggregates = ", ".join(f"'{a}'" for a in AGGS)
+    query = f"""
+        SELECT {", ".join(CANON)} FROM windowkit_multi_granular(
+            TABLE(records_subset), time => 't', window => '{SPARK_WINDOW}', by => 'source',
+            value => 'duration', aggregates => array({aggregates}))"""
+    paths = {
+        "multi_granular": lambda: multi_granular(subset, "t", SPARK_WINDOW, by="source",
+                                                 value="duration", aggregates=AGGS
+                                                 ).drop("range", "slide", "rejected", "detail"),
+        "sql_function": lambda: spark.sql(query),
+    }
+    run_rounds(paths, 1)
+    times = run_rounds(paths, 1)
+    return {"rows": rows, "seconds": {name: t[0] for name, t in times.items()},
+            "sql_function_vs_multi_granular": times["sql_function"][0]
+            / times["multi_granular"][0],
+            "rows_differing": differing(paths["multi_granular"](), paths["sql_function"]())}
 
 
 def run_rounds(paths: dict, rounds: int) -> dict[str, list[float]]:
@@ -387,6 +420,12 @@ def print_spark(res: dict) -> None:
         print("untimed warm-up runs (the first is the cold one): " + "; ".join(
             f"{name} " + ", ".join(f"{x:.2f}" for x in res[name]["untimed"])
             for name in ("multi_granular", "separate_window", "expert_sql")))
+    if "sql_function" in res:
+        q = res["sql_function"]
+        print(f"windowkit_multi_granular from SQL on the first {q['rows']:,} rows: "
+              f"{q['seconds']['sql_function']:.1f} s against {q['seconds']['multi_granular']:.2f}"
+              f" s for multi_granular ({q['sql_function_vs_multi_granular']:.0f}x), "
+              f"{q['rows_differing']} rows differing")
     s = res["streaming"]
     print(f"Structured Streaming over {s['files']} files, median of {s['runs']} queries: "
           f"{s['rows_per_s'] / 1e6:.3f} M rows/s end to end ({s['seconds']:.1f} s; numba's "
@@ -419,6 +458,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="untimed runs of each Spark batch path before the timed ones")
     parser.add_argument("--stream-runs", type=int, default=3,
                         help="streaming queries timed (median reported, and each)")
+    parser.add_argument("--sql-function-rows", type=float, default=1e6,
+                        help="rows on which windowkit_multi_granular from SQL is timed "
+                             "against multi_granular (0: skip it)")
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args(argv)
     if args.warmup < 1:
@@ -440,7 +482,8 @@ def main(argv: list[str] | None = None) -> int:
         print_core(results["core"])
     if args.spark:
         results["spark"] = spark_benchmarks(int(args.rows), args.spark_runs, args.master,
-                                            args.stream_runs, args.warmup)
+                                            args.stream_runs, args.warmup,
+                                            int(args.sql_function_rows))
         print_spark(results["spark"])
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
     with open(RESULTS, "w") as fh:
