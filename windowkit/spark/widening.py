@@ -129,20 +129,16 @@ def widen_detect(
     factory = widen_operator(**locals())  # the parameters alone, as SQL calls it too
     detector = factory.args[0]
     key = resolve_key(df, by)
-    textual = detector.column_type in ("category", "string")
+    wanted = T.StringType() if _textual(detector) else T.LongType()
     inputs = {}
-    for name in detector.columns:
-        if name in df.columns:
+    for name, present in _detector_columns(detector, df.columns, "the DataFrame").items():
+        if present:
             # a column already of the type goes as it is, so that it also carries a stream's
             # late rows' copy of itself
-            wanted = T.StringType() if textual else T.LongType()
             column = user_column(name)
             inputs[name] = column if df.schema[name].dataType == wanted else column.cast(wanted)
-        elif textual:
-            inputs[name] = F.lit(None).cast("string")
         else:
-            msg = f"the detector needs column {name!r}; the DataFrame has {df.columns}"
-            raise ValueError(msg)
+            inputs[name] = F.lit(None).cast("string")
     job = OperatorJob(factory=factory, inputs=inputs)
     return run_operator(df, job, time=time, key=key, shards=shards, late=late,
                         time_unit=time_unit,
@@ -184,17 +180,24 @@ def detector_inputs(operator: WindowWidening, *, table: T.StructType, **_: objec
     >>> texts["call"], texts["ret"]
     ('`call`', 'CAST(NULL AS STRING)')
     """
-    detector = operator.detector
-    texts = {}
-    for name in detector.columns:
-        if name in table.names:
-            texts[name] = quoted_name(name)
-        elif detector.column_type in ("category", "string"):
-            texts[name] = "CAST(NULL AS STRING)"
-        else:
-            msg = f"the detector needs column {name!r}; the table has {table.names}"
-            raise ValueError(msg)
-    return texts
+    present = _detector_columns(operator.detector, table.names, "the table")
+    return {name: quoted_name(name) if there else "CAST(NULL AS STRING)"
+            for name, there in present.items()}
+
+
+def _textual(detector: Detector) -> bool:
+    return detector.column_type in ("category", "string")
+
+
+def _detector_columns(detector: Detector, columns: list[str], holder: str) -> dict[str, bool]:
+    """Each column the detector reads -> whether ``columns`` (those of ``holder``) has it; a
+    text column it lacks is read as null, any other is refused."""
+    present = {name: name in columns for name in detector.columns}
+    missing = [name for name, there in present.items() if not there]
+    if missing and not _textual(detector):
+        msg = f"the detector needs column {missing[0]!r}; {holder} has {list(columns)}"
+        raise ValueError(msg)
+    return present
 
 
 def detection_columns(operator: WindowWidening, **_: object) -> list:
