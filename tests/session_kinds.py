@@ -522,12 +522,15 @@ SQL_REPORT_CALLS = {
 #: The persistent-items SQL calls over the view ``flows`` (the item typed, and text; sliding and
 #: fixed windows, routed by the item into shards), and the DataFrame calls (issue #37).
 SQL_PERSISTENT_CALLS = {
-    f"persistent_items_{item}": (
-        f"SELECT * FROM windowkit_persistent_items(TABLE(flows), item => '{item}', "
+    f"{function}_{item}": (
+        f"SELECT * FROM windowkit_{function}(TABLE(flows), item => '{item}', "
         f"time => 'time', slot => '20 seconds', window_slots => 4, alpha => 0.5, "
-        f"epsilon => 0.25, sliding => {str(sliding).lower()}, shards => 3)",
-        {"item": item, "time": "time", "slot": "20 seconds", "window_slots": 4,
-         "alpha": 0.5, "epsilon": 0.25, "sliding": sliding, "shards": 3})
+        f"{'epsilon => 0.25, shards => 3, ' * (function == 'persistent_items')}"
+        f"sliding => {str(sliding).lower()})",
+        {"item": item, "time": "time", "slot": "20 seconds", "window_slots": 4, "alpha": 0.5,
+         **({"epsilon": 0.25, "shards": 3} if function == "persistent_items" else {}),
+         "sliding": sliding})
+    for function in ("persistent_items", "exact_persistent_items")
     for item, sliding in [("bucket", True), ("dst", False)]}
 
 
@@ -575,7 +578,7 @@ def sql_reports_batch(spark, folder):
     found = []
     calls = {**SQL_REPORT_CALLS, **SQL_PERSISTENT_CALLS}
     for name, (query, params) in calls.items():
-        function = name if name in SQL_REPORT_CALLS else "persistent_items"
+        function = name if name in SQL_REPORT_CALLS else name.rsplit("_", 1)[0]
         sql, frame = spark.sql(query), getattr(W, function)(df, **params)
         assert sql.schema == frame.schema, (sql.schema, frame.schema)
         rows = sql.toPandas()

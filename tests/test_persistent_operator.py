@@ -19,7 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from windowkit.core.operator import EventTimeRunner
-from windowkit.core.persistence.operator import PersistentItemsOperator
+from windowkit.core.persistence.operator import (
+    ExactPersistentItemsOperator,
+    PersistentItemsOperator,
+)
 from windowkit.reference import persistence as ref
 
 SETTINGS = settings(max_examples=40, deadline=None)
@@ -91,6 +94,53 @@ def test_fixed_mode_reports_tumbling_windows(df, cuts):
     assert got.values.tolist() == want
     assert got["item"].dtype == np.int64
 
+
+
+def make_exact(mode="sliding", item_type="string", alpha=0.5):
+    return ExactPersistentItemsOperator(alpha=alpha, window=WINDOW, slot_length=SLOT, origin=5,
+                                        mode=mode, item_type=item_type)
+
+
+def expected_exact(df, mode, alpha):
+    """The definition: per window, the items in at least max(1, ceil(alpha * n)) of its
+    slots, with their slot count; sliding windows end at every slot from the first one
+    to the last, fixed ones at the last slot of each window holding a row."""
+    slots = ((df.time - 5) // SLOT).tolist()
+    rows = list(zip(df.item.tolist(), slots, strict=False))
+    if not rows:
+        return []
+    need = max(1, math.ceil(round(alpha * WINDOW, 9)))
+    ends = (range(min(slots), max(slots) + 1) if mode == "sliding"
+            else sorted({s // WINDOW * WINDOW + WINDOW - 1 for s in slots}))
+    out = []
+    for c in ends:
+        p = ref.persistence(rows, c - WINDOW + 1, c)
+        out += [[c, d, v] for d, v in sorted(p.items()) if v >= need]
+    return out
+
+
+@SETTINGS
+@given(batches(), st.lists(st.integers(0, 60), max_size=5), st.booleans(),
+       st.sampled_from(["sliding", "fixed"]), st.sampled_from([0.2, 0.5, 0.75, 1.0]))
+def test_exact_operator_matches_the_definition_and_is_split_invariant(df, cuts, watermarks,
+                                                                     mode, alpha):
+    got = run(make_exact(mode, alpha=alpha), df, cuts, watermarks)
+    assert got.values.tolist() == expected_exact(df, mode, alpha)
+    assert got.dtypes.tolist() == [np.dtype("int64"), np.dtype("O"), np.dtype("int64")]
+
+
+def test_exact_operator_bytes_round_trip_and_refuse_corruption():
+    op = make_exact(item_type="int64")
+    op.process(pd.DataFrame({"time": [5, 16, 27], "item": [1, 1, 2]}))
+    blob = op.to_bytes()
+    closed = op.advance(34)
+    again = ExactPersistentItemsOperator.from_bytes(blob)
+    # item 2 is in one slot of the window, and needs two of four
+    assert again.advance(34).values.tolist() == closed.values.tolist() == [[2, 1, 2]]
+    with pytest.raises(ValueError, match="PERSEXOP state is corrupt"):
+        ExactPersistentItemsOperator.from_bytes(blob[:-1] + bytes([blob[-1] ^ 1]))
+    with pytest.raises(ValueError, match="alpha"):
+        ExactPersistentItemsOperator(alpha=0, window=4, slot_length=10)
 
 def test_watermarks_deadlines_and_bytes():
     op = make()

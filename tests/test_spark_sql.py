@@ -57,7 +57,8 @@ def same_rows(sql, frames) -> None:
 
 def test_register_sql_registers_the_functions_that_sql_can_call_issue37(registered):
     assert sorted(registered) == ["windowkit_aggregate_frames", "windowkit_boundary_frames",
-                                  "windowkit_delta_frames", "windowkit_multi_granular",
+                                  "windowkit_delta_frames",
+                                  "windowkit_exact_persistent_items", "windowkit_multi_granular",
                                   "windowkit_persistent_items", "windowkit_recurring_items",
                                   "windowkit_threshold_frames", "windowkit_widen_detect"]
 
@@ -150,12 +151,30 @@ def test_multi_granular_over_integer_times_and_the_global_key_counts_alone_issue
 @pytest.mark.parametrize("call", sorted(SQL_PERSISTENT_CALLS))
 def test_persistent_items_gives_the_dataframe_functions_rows_issue37(spark, registered, call):
     """A typed item (sliding windows: one instance) and a text one (fixed windows: routed by
-    the item into shards), over rows with no time and rows with no item."""
-    from windowkit.spark import persistent_items
+    the item into shards), over rows with no time and rows with no item; the sketch, and the
+    exact count (an operator in SQL, plain Spark SQL in the DataFrame function)."""
+    import windowkit.spark as W
 
     query, params = SQL_PERSISTENT_CALLS[call]
     df = sql_flows(spark)
-    same_rows(spark.sql(query), persistent_items(df, **params))
+    same_rows(spark.sql(query), getattr(W, call.rsplit("_", 1)[0])(df, **params))
+
+
+def test_exact_persistent_items_over_integer_times_an_origin_and_alpha_one_issue37(
+        spark, registered):
+    from windowkit.spark import exact_persistent_items
+
+    rows = [(i % 5 if i % 7 else 1, 1_000 * i + 250) for i in range(150)]
+    df = spark.createDataFrame(rows + [(2, None), (None, 3)], "ip long, ms long")
+    df.createOrReplaceTempView("seen_ids")
+    for alpha, sliding in [(0.6, True), (1.0, True), (0.6, False)]:
+        sql = spark.sql(f"""SELECT * FROM windowkit_exact_persistent_items(TABLE(seen_ids),
+            item => 'ip', time => 'ms', time_unit => 'ms', slot => '5 seconds',
+            window_slots => 6, alpha => {alpha}, sliding => {sliding},
+            origin => '1970-01-01 00:00:02')""")
+        same_rows(sql, exact_persistent_items(df, "ip", "ms", time_unit="ms",
+                                              slot="5 seconds", window_slots=6, alpha=alpha,
+                                              sliding=sliding, origin="1970-01-01 00:00:02"))
 
 
 def test_persistent_items_over_integer_times_and_an_origin_issue37(spark, registered):
@@ -203,6 +222,11 @@ def test_widen_detect_gives_the_dataframe_functions_rows_issue37(spark, register
      "`item` must name a column of the table (src, dst, time, bytes, bucket); got 'upper(dst)'"),
     ("windowkit_persistent_items(TABLE(flows), item => 'dst', time => 'time', "
      "slot => '20 apples')", "'20 apples'"),
+    ("windowkit_exact_persistent_items(TABLE(flows), item => 'dst', time => 'time', "
+     "alpha => 1.5)", "`alpha` must be in (0, 1]; got 1.5"),
+    ("windowkit_exact_persistent_items(TABLE(flows), item => 'dst', time => 'time', "
+     "epsilon => 0.1)",
+     "windowkit_exact_persistent_items has no parameter `epsilon`; it takes item, time, slot"),
     ("windowkit_multi_granular(TABLE(flows), time => 'time', value => 'bytes', "
      "window => 'RANGES 1 MINUTE SLIDES 1 MINUTE', agregates => array('sum'))",
      "windowkit_multi_granular has no parameter `agregates`; it takes time, window, levels"),
@@ -217,8 +241,8 @@ def test_widen_detect_gives_the_dataframe_functions_rows_issue37(spark, register
      "`report` must be one of"),
     ("windowkit_recurring_items(TABLE(flows), time => 'time', item => 'dst', "
      "window => 'RANGES 1 MINUT SLIDES 1 MINUTE')", "1 MINUT"),
-], ids=["detector", "base", "epsilon", "item", "slot", "unknown", "aggregate", "value", "report",
-        "window"])
+], ids=["detector", "base", "epsilon", "item", "slot", "exact-alpha", "exact-unknown",
+        "unknown", "aggregate", "value", "report", "window"])
 def test_a_reports_mistake_is_one_error_at_analysis_issue37(spark, registered, call,
                                                                   message):
     from pyspark.errors import AnalysisException

@@ -24,7 +24,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from windowkit.core.durations import origin_micros, to_micros
-from windowkit.core.persistence.operator import ITEM, PersistentItemsOperator
+from windowkit.core.persistence.operator import (
+    ITEM,
+    ExactPersistentItemsOperator,
+    PersistentItemsOperator,
+)
 from windowkit.core.sketch_defaults import DEFAULT_PERSISTENCE_DELTA
 from windowkit.core.validation import check_in_range, check_int
 from windowkit.spark.adapter import (
@@ -216,12 +220,46 @@ def persistent_operator(*, slot: str | int | dt.timedelta = "30 seconds",
     if delta is not None:
         check_in_range("delta", delta, 0, 1, low_open=True, high_open=True)
     if item_type is None:
-        item_type = "int64" if isinstance(_item_field(item, table), T.IntegralType) else "string"
+        item_type = _item_type(item, table)
     op_kwargs = {"mode": mode, "item_type": item_type, "delta": delta, "seed": seed,
                  "origin": origin_us}
     PersistentItemsOperator(alpha, epsilon, window_slots, slot_us, **op_kwargs)  # checks them
     return functools.partial(PersistentItemsOperator, alpha, epsilon, window_slots, slot_us,
                              **op_kwargs)
+
+
+def exact_persistent_operator(*, slot: str | int | dt.timedelta = "30 seconds",
+                              window_slots: int = 100, alpha: float = 0.5, sliding: bool = True,
+                              origin: str | dt.datetime | None = None, item: object = None,
+                              table: T.StructType | None = None, **_: object
+                              ) -> functools.partial:
+    """The operator factory of :func:`exact_persistent_items`' SQL table function, from the
+    function's parameters (keywords; the others are ignored), checked as the function checks
+    them: the exact count of the same slots and windows (see
+    :class:`~windowkit.core.persistence.operator.ExactPersistentItemsOperator`), where the
+    DataFrame function counts them in plain Spark SQL.
+
+    Examples
+    --------
+    >>> factory = exact_persistent_operator(slot="10 seconds", window_slots=4, item="ip",
+    ...                                     table=T.StructType.fromDDL("ip int, t timestamp"))
+    >>> factory().output_schema
+    [('window_end_slot', 'int64'), ('item', 'int64'), ('persistence', 'int64')]
+    >>> exact_persistent_operator(window_slots=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: `window_slots` must be an integer in [1, inf); got 0
+    """
+    slot_us, mode = _check(slot, window_slots, alpha, None, sliding)
+    op_kwargs = {"mode": mode, "item_type": _item_type(item, table),
+                 "origin": origin_micros(origin)}
+    return functools.partial(ExactPersistentItemsOperator, alpha, window_slots, slot_us,
+                             **op_kwargs)
+
+
+def _item_type(item: object, table: T.StructType | None) -> str:
+    """The operator's item type: ``int64`` for a column of integers, else ``string``."""
+    return "int64" if isinstance(_item_field(item, table), T.IntegralType) else "string"
 
 
 def _item_field(item: object, table: T.StructType | None) -> T.DataType | None:
@@ -234,8 +272,9 @@ def _item_field(item: object, table: T.StructType | None) -> T.DataType | None:
 def persistent_columns(operator: PersistentItemsOperator, *, item: object,
                        table: T.StructType, **_: object) -> list:
     """:func:`persistent_items`' columns as its projection makes them (the window's bounds
-    from its last slot, the item under its column's name and type, the status), for its SQL
-    table function; the SQL ``item`` names a column of the ``table``.
+    from its last slot, the item under its column's name and type, the operator's estimate
+    or count, the status), for its SQL table function and :func:`exact_persistent_items`';
+    the SQL ``item`` names a column of the ``table``.
 
     Examples
     --------
@@ -258,7 +297,8 @@ def persistent_columns(operator: PersistentItemsOperator, *, item: object,
         return (part["window_end_slot"] + 1) * slot + operator.origin
 
     return ["window_end_slot", ("window_start", start, "timestamp"),
-            ("window_end", end, "timestamp"), (item, ITEM, item_type), "estimate",
+            ("window_end", end, "timestamp"), (item, ITEM, item_type),
+            operator.output_schema[2][0],
             ("status", lambda part: [REPORTED] * len(part), T.StringType()), REJECTED,
             DETAIL_OUT]
 

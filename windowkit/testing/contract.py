@@ -41,7 +41,10 @@ from windowkit.core.persistence import (
     PersistentItemsSketch,
     SlidingPersistentItemsSketch,
 )
-from windowkit.core.persistence.operator import PersistentItemsOperator
+from windowkit.core.persistence.operator import (
+    ExactPersistentItemsOperator,
+    PersistentItemsOperator,
+)
 from windowkit.core.sketches import (
     CountMin,
     PerfectWindowCM,
@@ -239,6 +242,8 @@ EXAMPLES: dict[str, Example] = {
         settled=lambda out: out.loc[out.n_seen % 7 == 0, ["n_seen", "time", "sketch"]]),
     "PERSOPR": operator_example(lambda: PersistentItemsOperator(
         alpha=0.5, epsilon=0.2, window=4, slot_length=10), ITEM_ROWS[["time", "item"]]),
+    "PERSEXOP": operator_example(lambda: ExactPersistentItemsOperator(
+        alpha=0.5, window=4, slot_length=10), ITEM_ROWS[["time", "item"]]),
     "CMVANILA": _sketch_example(lambda: CountMin(2, 8, seed=1)),
     "CMPERFCT": _sketch_example(_sketch(PerfectWindowCM)),
     "CMSIMPLE": _sketch_example(_sketch(SimpleWindowCM)),

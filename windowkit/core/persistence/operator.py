@@ -33,13 +33,15 @@ from windowkit.core.durations import Duration
 from windowkit.core.factorize import factorize
 from windowkit.core.operator import INPUT_END, TIME, StreamOperator
 from windowkit.core.persistence import (
+    ExactConfig,
+    ExactPersistence,
     PersistenceConfig,
     PersistentItemsSketch,
     SlidingPersistentItemsSketch,
 )
 from windowkit.core.registry import register
 from windowkit.core.serialization import pack_state, state_decoder, unpack_state
-from windowkit.core.validation import check_choice, check_int
+from windowkit.core.validation import check_choice, check_in_range, check_int
 
 ITEM = "item"
 """Name of the item column."""
@@ -156,14 +158,19 @@ class PersistentItemsOperator(StreamOperator):
         )
 
     def _report(self, end_slot: int) -> pd.DataFrame | None:
-        found = self._sketch.persistent_items() if self._sketch is not None else None
+        found = self._found() if self._sketch is not None else None
         if found is None or not len(found):
             return None
+        (measure, kind), = self.output_schema[2:]
         return pd.DataFrame({
             "window_end_slot": np.full(len(found), end_slot, dtype=np.int64),
             ITEM: found["item"].to_numpy(),
-            "estimate": found["estimate"].to_numpy(dtype=np.float64),
+            measure: found[measure].to_numpy(dtype=kind),
         })
+
+    def _found(self) -> pd.DataFrame:
+        """The open sketch's persistent items: ``item`` and the estimate."""
+        return self._sketch.persistent_items()
 
     def _close_before(self, slot: int, out: list[pd.DataFrame]) -> None:
         """Close every open slot before ``slot`` and make ``slot`` the open one."""
@@ -446,3 +453,96 @@ def _stable_order(slots: np.ndarray) -> np.ndarray:
     if slots.max() - low < 65536:
         return np.argsort((slots - low).astype(np.uint16), kind="stable")
     return np.argsort(slots, kind="stable")
+
+
+@register()
+class ExactPersistentItemsOperator(PersistentItemsOperator):
+    """The exact alpha-persistent items, reported as :class:`PersistentItemsOperator` reports
+    the sketch's: same slots, windows, closing rules and routing, with the naive algorithm's
+    exact count (:class:`~windowkit.core.persistence.ExactPersistence`) in place of the
+    sketch. An item is reported for a window when it occurs in at least
+    ``max(1, ceil(alpha * window))`` of its slots; output rows are ``(window_end_slot int64,
+    item, persistence int64)``. Its state is whole (one tuple per item and slot of the
+    window), not kept per item.
+
+    Parameters
+    ----------
+    alpha : float
+        Persistence threshold, in ``(0, 1]``.
+    window, slot_length, origin, mode, item_type, seed
+        As for :class:`PersistentItemsOperator`.
+
+    Examples
+    --------
+    >>> op = ExactPersistentItemsOperator(alpha=0.5, window=4, slot_length=10,
+    ...                                   item_type="int64")
+    >>> op.process(pd.DataFrame({"time": [0, 10, 25, 41], "item": [1, 1, 2, 1]}))
+       window_end_slot  item  persistence
+    0                1     1            2
+    1                2     1            2
+    2                3     1            2
+    >>> op.finish()
+       window_end_slot  item  persistence
+    0                4     1            2
+    """
+
+    FORMAT_TAG = "PERSEXOP"
+    FORMAT_VERSION = 1
+
+    def __init__(
+        self,
+        alpha: float,
+        window: int,
+        slot_length: int | str | dt.timedelta,
+        *,
+        origin: int = 0,
+        mode: Mode = "sliding",
+        item_type: ItemType = "string",
+        seed: int = 0,
+    ) -> None:
+        check_in_range("alpha", alpha, 0, 1, low_open=True)
+        # the sketch operator's slots, mode and item checks; its config is replaced below
+        super().__init__(alpha, alpha / 2, window, slot_length, origin=origin, mode=mode,
+                         item_type=item_type, seed=seed)
+        self.alpha = float(alpha)
+        self.config = ExactConfig(n=window, window=self.mode, seed=seed)
+
+    @property
+    def output_schema(self) -> list[tuple[str, str]]:
+        """``window_end_slot`` int64, ``item`` (``item_type``), ``persistence`` int64."""
+        return [("window_end_slot", "int64"), (ITEM, self.item_type), ("persistence", "int64")]
+
+    @property
+    def KEY_PARTITIONED(self) -> bool:  # noqa: N802 - the StreamOperator flag, per instance
+        """The exact state is kept whole (see :meth:`to_bytes`)."""
+        return False
+
+    def _new_sketch(self, slot: int) -> ExactPersistence:
+        n = self.config.n
+        start = 0 if self.mode == "sliding" else (slot // n) * n
+        return ExactPersistence(n, window=self.mode, seed=self.config.seed, start=start)
+
+    def _found(self) -> pd.DataFrame:
+        return self._sketch.persistent_items(self.alpha)
+
+    def to_bytes(self) -> bytes:
+        """Serialize parameters, the open slot and the exact state."""
+        meta = {"alpha": self.alpha, "window": self.config.n, "seed": self.config.seed,
+                "slot_length": self.slot_length, "origin": self.origin, "mode": self.mode,
+                "item_type": self.item_type, "open": self._open, "end": self._end_slot}
+        arrays = {}
+        if self._sketch is not None:
+            arrays["state"] = np.frombuffer(self._sketch.to_bytes(), dtype=np.uint8)
+        return pack_state(self.FORMAT_TAG, self.FORMAT_VERSION, meta, arrays)
+
+    @classmethod
+    @state_decoder
+    def from_bytes(cls, blob: bytes) -> ExactPersistentItemsOperator:
+        """Rebuild an operator from :meth:`to_bytes` output."""
+        meta, arrays = unpack_state(blob, cls.FORMAT_TAG, cls.FORMAT_VERSION)
+        op = cls(meta["alpha"], meta["window"], meta["slot_length"], origin=meta["origin"],
+                 mode=meta["mode"], item_type=meta["item_type"], seed=meta["seed"])
+        op._open, op._end_slot = meta["open"], meta["end"]
+        if "state" in arrays:
+            op._sketch = ExactPersistence.from_bytes(arrays["state"].tobytes())
+        return op
