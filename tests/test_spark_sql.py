@@ -337,6 +337,33 @@ def test_a_partition_by_of_the_callers_own_is_refused_at_analysis_issue37(spark,
                 "router, time => 'time', by => 'router', value => 'loss_rate', x => 0.1)")
 
 
+def test_the_readmes_fill_join_in_sql_gives_fill_frames_rows_issue37(spark):
+    """fill_frames has no table function; the README's SQL join stands for it: its frames,
+    counts and means are fill_frames' over the same tables (so the recipe can fail)."""
+    import re
+
+    from pyspark.sql import functions as F
+
+    from windowkit.spark import fill_frames
+
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    block = next(code for code in re.findall(r"^```python\n(.*?)^```", readme,
+                                              flags=re.S | re.M)
+                 if "LEFT JOIN queues" in code)
+    namespace: dict = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    sql = namespace["filled"].toPandas()
+    frames = spark.table("loss_frames")
+    assert len(frames.collect()) > 0
+    want = fill_frames(frames, spark.table("queues"), "time", by="router",
+                       before="30 seconds",
+                       aggregates={"n": F.count("queue"), "mean_queue": F.avg("queue")})
+    columns = ["router", "frame_id", "start", "end", "n", "mean_queue"]
+    expected = want.filter("rejected IS NULL").select(*columns).toPandas()
+    assert expected["n"].sum() > 0
+    pd.testing.assert_frame_equal(canonical(sql[columns]), canonical(expected),
+                                  check_dtype=False)
+
 def test_spark_refuses_a_streaming_table_when_the_query_starts_issue37(spark, registered,
                                                                        tmp_path):
     """Spark sorts a table function's partitions, which it refuses on a stream: the README
