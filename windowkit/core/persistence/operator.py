@@ -407,31 +407,35 @@ class PersistentItemsOperator(StreamOperator):
     # -- bytes ---------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
         """Serialize parameters, the open slot and the sketch."""
-        cfg = self.config
-        meta = {
-            "alpha": cfg.alpha, "epsilon": cfg.epsilon, "window": cfg.n, "delta": cfg.delta,
-            "seed": cfg.seed, "slot_length": self.slot_length, "origin": self.origin,
-            "mode": self.mode, "item_type": self.item_type, "open": self._open,
-            "sketch": None if self._sketch is None else type(self._sketch).__name__,
-        }
+        meta = {**self._parameters(), "open": self._open,
+                "sketch": None if self._sketch is None else type(self._sketch).__name__}
         arrays = {}
         if self._sketch is not None:
             arrays["sketch"] = np.frombuffer(self._sketch.to_bytes(), dtype=np.uint8)
         return pack_state(self.FORMAT_TAG, self.FORMAT_VERSION, meta, arrays)
+
+    def _parameters(self) -> dict:
+        """The constructor's parameters, as :meth:`to_bytes` stores them."""
+        cfg = self.config
+        return {"alpha": cfg.alpha, "epsilon": cfg.epsilon, "window": cfg.n,
+                "delta": cfg.delta, "seed": cfg.seed, "slot_length": self.slot_length,
+                "origin": self.origin, "mode": self.mode, "item_type": self.item_type}
+
+    @classmethod
+    def _from_parameters(cls, meta: dict) -> PersistentItemsOperator:
+        return cls(meta["alpha"], meta["epsilon"], meta["window"], meta["slot_length"],
+                   origin=meta["origin"], mode=meta["mode"], item_type=meta["item_type"],
+                   delta=meta["delta"], seed=meta["seed"])
 
     @classmethod
     @state_decoder
     def from_bytes(cls, blob: bytes) -> PersistentItemsOperator:
         """Rebuild an operator from :meth:`to_bytes` output."""
         meta, arrays = unpack_state(blob, cls.FORMAT_TAG, cls.FORMAT_VERSION)
-        op = cls(meta["alpha"], meta["epsilon"], meta["window"], meta["slot_length"],
-                 origin=meta["origin"], mode=meta["mode"], item_type=meta["item_type"],
-                 delta=meta["delta"], seed=meta["seed"])
+        op = cls._from_parameters(meta)
         op._open = meta["open"]
-        kinds = {"PersistentItemsSketch": PersistentItemsSketch,
-                 "SlidingPersistentItemsSketch": SlidingPersistentItemsSketch}
         if meta["sketch"] is not None:
-            op._sketch = kinds[meta["sketch"]].from_bytes(arrays["sketch"].tobytes())
+            op._sketch = _STATES[meta["sketch"]].from_bytes(arrays["sketch"].tobytes())
         return op
 
 
@@ -525,24 +529,18 @@ class ExactPersistentItemsOperator(PersistentItemsOperator):
     def _found(self) -> pd.DataFrame:
         return self._sketch.persistent_items(self.alpha)
 
-    def to_bytes(self) -> bytes:
-        """Serialize parameters, the open slot and the exact state."""
-        meta = {"alpha": self.alpha, "window": self.config.n, "seed": self.config.seed,
+    def _parameters(self) -> dict:
+        return {"alpha": self.alpha, "window": self.config.n, "seed": self.config.seed,
                 "slot_length": self.slot_length, "origin": self.origin, "mode": self.mode,
-                "item_type": self.item_type, "open": self._open, "end": self._end_slot}
-        arrays = {}
-        if self._sketch is not None:
-            arrays["state"] = np.frombuffer(self._sketch.to_bytes(), dtype=np.uint8)
-        return pack_state(self.FORMAT_TAG, self.FORMAT_VERSION, meta, arrays)
+                "item_type": self.item_type}
 
     @classmethod
-    @state_decoder
-    def from_bytes(cls, blob: bytes) -> ExactPersistentItemsOperator:
-        """Rebuild an operator from :meth:`to_bytes` output."""
-        meta, arrays = unpack_state(blob, cls.FORMAT_TAG, cls.FORMAT_VERSION)
-        op = cls(meta["alpha"], meta["window"], meta["slot_length"], origin=meta["origin"],
-                 mode=meta["mode"], item_type=meta["item_type"], seed=meta["seed"])
-        op._open, op._end_slot = meta["open"], meta["end"]
-        if "state" in arrays:
-            op._sketch = ExactPersistence.from_bytes(arrays["state"].tobytes())
-        return op
+    def _from_parameters(cls, meta: dict) -> ExactPersistentItemsOperator:
+        return cls(meta["alpha"], meta["window"], meta["slot_length"], origin=meta["origin"],
+                   mode=meta["mode"], item_type=meta["item_type"], seed=meta["seed"])
+
+
+#: The states an operator's bytes may hold, by the name :meth:`PersistentItemsOperator.to_bytes`
+#: stores (windowkit's own classes only).
+_STATES = {c.__name__: c for c in (PersistentItemsSketch, SlidingPersistentItemsSketch,
+                                   ExactPersistence)}
