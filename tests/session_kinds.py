@@ -521,16 +521,18 @@ SQL_REPORT_CALLS = {
 
 #: The persistent-items SQL calls over the view ``flows`` (the item typed, and text; sliding and
 #: fixed windows, routed by the item into shards), and the DataFrame calls (issue #37).
+#: Parameters the sketch takes beyond the exact count's, in SQL and in Python.
+_SKETCH_ONLY = {"persistent_items": ("epsilon => 0.25, shards => 3, ",
+                                     {"epsilon": 0.25, "shards": 3}),
+                "exact_persistent_items": ("", {})}
 SQL_PERSISTENT_CALLS = {
     f"{function}_{item}": (
         f"SELECT * FROM windowkit_{function}(TABLE(flows), item => '{item}', "
         f"time => 'time', slot => '20 seconds', window_slots => 4, alpha => 0.5, "
-        f"{'epsilon => 0.25, shards => 3, ' * (function == 'persistent_items')}"
-        f"sliding => {str(sliding).lower()})",
+        f"{_SKETCH_ONLY[function][0]}sliding => {str(sliding).lower()})",
         {"item": item, "time": "time", "slot": "20 seconds", "window_slots": 4, "alpha": 0.5,
-         **({"epsilon": 0.25, "shards": 3} if function == "persistent_items" else {}),
-         "sliding": sliding})
-    for function in ("persistent_items", "exact_persistent_items")
+         **_SKETCH_ONLY[function][1], "sliding": sliding})
+    for function in _SKETCH_ONLY
     for item, sliding in [("bucket", True), ("dst", False)]}
 
 

@@ -108,6 +108,13 @@ class PersistentItemsOperator(StreamOperator):
         delta: float | None = None,
         seed: int = 0,
     ) -> None:
+        self._init_slots(slot_length, origin, mode, item_type)
+        self.config = PersistenceConfig(alpha=alpha, epsilon=epsilon, n=window, delta=delta,
+                                        seed=seed)
+
+    def _init_slots(self, slot_length: int | str | dt.timedelta, origin: int, mode: str,
+                    item_type: str) -> None:
+        """The slots, mode and item type, checked, and no slot open yet."""
         if isinstance(slot_length, int) and not isinstance(slot_length, bool):
             slot_us = check_int("slot_length", slot_length, 1)
         else:
@@ -117,11 +124,10 @@ class PersistentItemsOperator(StreamOperator):
         self.origin = check_int("origin", origin, -(2**62), 2**62)
         self.mode = check_choice("mode", mode, ("sliding", "fixed"))
         self.item_type = check_choice("item_type", item_type, ("string", "int64"))
-        self.config = PersistenceConfig(alpha=alpha, epsilon=epsilon, n=window, delta=delta,
-                                        seed=seed)
         self._open: int | None = None  # the open slot; every slot before it is closed
         self._end_slot: int | None = None  # a bounded input's last slot, if given
-        self._sketch: PersistentItemsSketch | SlidingPersistentItemsSketch | None = None
+        self._sketch: (PersistentItemsSketch | SlidingPersistentItemsSketch
+                       | ExactPersistence | None) = None
 
     @property
     def output_schema(self) -> list[tuple[str, str]]:
@@ -161,7 +167,7 @@ class PersistentItemsOperator(StreamOperator):
         found = self._found() if self._sketch is not None else None
         if found is None or not len(found):
             return None
-        (measure, kind), = self.output_schema[2:]
+        measure, kind = self.output_schema[2]
         return pd.DataFrame({
             "window_end_slot": np.full(len(found), end_slot, dtype=np.int64),
             ITEM: found["item"].to_numpy(),
@@ -169,7 +175,7 @@ class PersistentItemsOperator(StreamOperator):
         })
 
     def _found(self) -> pd.DataFrame:
-        """The open sketch's persistent items: ``item`` and the estimate."""
+        """The open state's persistent items: ``item`` and the output's measure."""
         return self._sketch.persistent_items()
 
     def _close_before(self, slot: int, out: list[pd.DataFrame]) -> None:
@@ -504,11 +510,9 @@ class ExactPersistentItemsOperator(PersistentItemsOperator):
         item_type: ItemType = "string",
         seed: int = 0,
     ) -> None:
-        check_in_range("alpha", alpha, 0, 1, low_open=True)
-        # the sketch operator's slots, mode and item checks; its config is replaced below
-        super().__init__(alpha, alpha / 2, window, slot_length, origin=origin, mode=mode,
-                         item_type=item_type, seed=seed)
-        self.alpha = float(alpha)
+        # (not the sketch operator's __init__: it builds the sketch's config, with epsilon)
+        self._init_slots(slot_length, origin, mode, item_type)
+        self.alpha = float(check_in_range("alpha", alpha, 0, 1, low_open=True))
         self.config = ExactConfig(n=window, window=self.mode, seed=seed)
 
     @property
