@@ -60,7 +60,8 @@ def test_register_sql_registers_the_functions_that_sql_can_call_issue37(register
                                   "windowkit_delta_frames",
                                   "windowkit_exact_persistent_items", "windowkit_multi_granular",
                                   "windowkit_persistent_items", "windowkit_recurring_items",
-                                  "windowkit_threshold_frames", "windowkit_widen_detect"]
+                                  "windowkit_threshold_frames", "windowkit_widen_detect",
+                                  "windowkit_windowed_count_min"]
 
 
 @pytest.mark.parametrize("function", sorted(SQL_CALLS))
@@ -219,7 +220,8 @@ def test_widen_detect_gives_the_dataframe_functions_rows_issue37(spark, register
      "alpha => 0.5, epsilon => 0.7)",
      "`epsilon` must be smaller than `alpha`; got epsilon=0.7, alpha=0.5"),
     ("windowkit_persistent_items(TABLE(flows), item => 'upper(dst)', time => 'time')",
-     "`item` must name a column of the table (src, dst, time, bytes, bucket); got 'upper(dst)'"),
+     "`item` must name a column of the table (src, dst, time, bytes, bucket, seq); "
+     "got 'upper(dst)'"),
     ("windowkit_persistent_items(TABLE(flows), item => 'dst', time => 'time', "
      "slot => '20 apples')", "'20 apples'"),
     ("windowkit_exact_persistent_items(TABLE(flows), item => 'dst', time => 'time', "

@@ -77,6 +77,17 @@ class SqlSignature:
         to reach the operator (else it is malformed), as the function's own check of its
         rows; it takes the operator, the SQL text of the row's event time in µs and the SQL
         texts of the inputs given. None: the rows' time and key alone.
+    sites : str or None
+        ``"module:function"`` under ``windowkit.spark`` for a function that routes each row
+        to a shard of its own choosing (a site, not a key): given the ``table``'s schema,
+        the SQL text of the row's event time in µs and the parameters, it gives a
+        :class:`~windowkit.spark.sql.Sites`: the SQL text of each row's shard and the
+        number of shards, and whether the operator's time is the row's rank in time order
+        instead. None: rows are routed by the key or the operator's ``route``.
+    time_unit : str or None
+        ``"module:function"`` under ``windowkit.spark`` giving the unit the call reads an
+        integer time column in, from the ``table``'s schema and the parameters (e.g. a
+        sequence number read as milliseconds). None: the ``time_unit`` parameter.
 
     Examples
     --------
@@ -90,6 +101,8 @@ class SqlSignature:
     columns: str
     defaults: Mapping[str, str] = field(default_factory=dict)
     valid: str | None = None
+    sites: str | None = None
+    time_unit: str | None = None
 
 
 @dataclass(frozen=True)

@@ -107,3 +107,30 @@ def quoted_name(name: str) -> str:
     ('`a.b`', '`x``y`')
     """
     return "`" + name.replace("`", "``") + "`"
+
+
+def row_hash_sql(schema: T.StructType) -> str:
+    """SQL text of a ``long`` hash of a row's contents (``xxhash64`` of its columns; a column
+    Spark cannot hash, such as a map, by its JSON text): an order of rows that is the same
+    whatever the input's order, partitioning or surface (a DataFrame, or a SQL table
+    function's ``TABLE``), for rows a function must take in some fixed order.
+
+    Examples
+    --------
+    >>> row_hash_sql(T.StructType.fromDDL("a long, `b c` map<string, int>"))
+    "xxhash64(`a`, to_json(named_struct('v', `b c`)))"
+    """
+    parts = [f"to_json(named_struct('v', {quoted_name(f.name)}))"
+             if _unhashable(f.dataType) else quoted_name(f.name) for f in schema.fields]
+    return f"xxhash64({', '.join(parts)})"
+
+
+def _unhashable(dtype: T.DataType) -> bool:
+    """Whether Spark's hash functions refuse ``dtype`` (a map or a variant, also nested)."""
+    if isinstance(dtype, T.MapType | T.VariantType):
+        return True
+    if isinstance(dtype, T.ArrayType):
+        return _unhashable(dtype.elementType)
+    if isinstance(dtype, T.StructType):
+        return any(_unhashable(f.dataType) for f in dtype.fields)
+    return False

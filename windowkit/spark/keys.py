@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from windowkit.core.operator import KEY
+from windowkit.spark.columns import quoted_name
 
 #: What a function's ``by`` takes.
 KeyLike = str | Column | Sequence[str | Column] | None
@@ -161,6 +162,27 @@ def resolve_key(df: DataFrame, by: KeyLike, param: str = "by") -> Key:
     value = F.to_json(F.struct(*[c.alias(n) for c, n in zip(columns, names, strict=True)]),
                       _JSON_OPTIONS)
     return Key(names, types, value, missing, columns=tuple(columns))
+
+
+def key_text_sql(names: tuple[str, ...] | list[str]) -> str:
+    """SQL text of the value a key of the columns ``names`` travels as (see
+    :func:`resolve_key`): a single column's text, a composite key's JSON, ``''`` for the
+    global key (no names), for a plan Python builds no Column of (a SQL table function's).
+
+    Examples
+    --------
+    >>> key_text_sql(["router"])
+    'CAST(`router` AS STRING)'
+    >>> key_text_sql([])
+    "''"
+    """
+    if not names:
+        return "''"
+    if len(names) == 1:
+        return f"CAST({quoted_name(names[0])} AS STRING)"
+    fields = ", ".join(f"'{k}', {quoted_name(k)}" for k in names)
+    options = ", ".join(f"'{k}', \"{v}\"" for k, v in _JSON_OPTIONS.items())
+    return f"to_json(named_struct({fields}), map({options}))"
 
 
 def key_items(by: KeyLike) -> list:

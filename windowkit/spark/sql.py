@@ -22,7 +22,11 @@ malformed) and for the partitioning: rows are hashed into ``shards`` groups, one
 each, as the adapter's shards, by what the operator routes by (the key, or an input of its
 own), or all go to one instance (the global key, or an operator that ends with the input:
 one instance's last row is then the input's); one instance per key would cost Python a call
-per key. A call therefore takes no ``PARTITION BY`` of its own. What differs between
+per key. A function that picks each row's shard itself (a Count-Min site) declares how
+(:class:`Sites`): the shard is then a column of the projection, and an instance runs one
+operator per shard, as the adapter does; where the operator's time is a row's rank in time
+order, one instance takes every row, ordered by time and then by a hash of the row's
+contents. A call therefore takes no ``PARTITION BY`` of its own. What differs between
 functions is declared, not written here: the signature's inputs (parameters, SQL defaults, or
 a function of the operator and the table), its row check, and its output columns (operator
 columns, renamed, or computed from the operator's output).
@@ -42,27 +46,35 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 from pyspark.sql import Row, SparkSession
 from pyspark.sql import types as T
 from pyspark.sql.functions import udtf
-from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, PartitioningColumn, SelectedColumn
+from pyspark.sql.udtf import (
+    AnalyzeArgument,
+    AnalyzeResult,
+    OrderingColumn,
+    PartitioningColumn,
+    SelectedColumn,
+)
 
-from windowkit.core.operator import KEY, TIME
+from windowkit.core.operator import INPUT_END, KEY, TIME
 from windowkit.core.validation import check_int
 from windowkit.spark.adapter import (
     _SPARK_TYPES,
     DETAIL_OUT,
     FOLD_LIMIT,
     REJECTED,
+    SHARD_OUT,
     default_shards,
     run_to_end,
 )
-from windowkit.spark.columns import quoted_name
+from windowkit.spark.columns import quoted_name, row_hash_sql
 from windowkit.spark.event_time import EventTime, time_kind
 from windowkit.spark.frames import predicate_code_sql
-from windowkit.spark.keys import _JSON_OPTIONS
+from windowkit.spark.keys import key_text_sql
 from windowkit.technique import StepFunction, load
 from windowkit.techniques import step_functions
 
@@ -70,6 +82,7 @@ from windowkit.techniques import step_functions
 SQL_PREFIX = "windowkit_"
 #: The columns the projection Spark makes for a table function hands it.
 _KEY_COLUMN, _TIME_COLUMN, _DETAIL_COLUMN = "wk_key", "wk_time", "wk_detail"
+_SHARD_COLUMN = "wk_shard"
 _KEY_VALUE = "wk_key_"  # and the key column's position: the key's own values
 _INPUT = "wk_input_"  # and the operator input's name
 #: Output types of a SQL table function's times, by the time column's kind.
@@ -134,6 +147,35 @@ def _table_function(function: str, shards: int) -> type:
 
 
 @dataclass(frozen=True)
+class Sites:
+    """Where the rows of a function that picks each row's shard itself go (a
+    :class:`~windowkit.technique.SqlSignature`'s ``sites``), as one SQL call runs them: one
+    operator per shard, as the adapter runs them.
+
+    Attributes
+    ----------
+    shard : str
+        SQL text of a row's shard, an integer in ``[0, shards)`` over the table's columns; a
+        null one: a counted row's rank (below) modulo ``shards``, a rejected row's 0.
+    shards : int
+        The number of shards.
+    ranked : int or None
+        If given, the operator's time of a counted row is its rank among the counted rows
+        (in time order, rows at the same time in the order of their contents) times
+        ``ranked`` µs, not its event time.
+
+    Examples
+    --------
+    >>> Sites("pmod(xxhash64(`router`), 4)", 4).ranked is None
+    True
+    """
+
+    shard: str
+    shards: int
+    ranked: int | None = None
+
+
+@dataclass(frozen=True)
 class Plan:
     """What ``analyze`` found of one SQL call, for its UDTF instances.
 
@@ -153,6 +195,12 @@ class Plan:
         operator's output schema (None for ``rejected`` and ``detail``), or a Spark type.
     keyed : bool
         Whether the output starts with the key (False: the operator gives no key).
+    sites : Sites or None
+        The shards the function picks for the rows itself, one operator each (None: the
+        instance's rows go to one operator).
+    ends_with_input : bool
+        Whether the operator ends at the input's last time (given in an ``input_end``
+        column), not at its own last row.
     """
 
     factory: Any
@@ -161,6 +209,8 @@ class Plan:
     clock: EventTime
     columns: tuple[tuple[str, Any, Any], ...]
     keyed: bool = True
+    sites: Sites | None = None
+    ends_with_input: bool = False
 
 
 @dataclass
@@ -196,8 +246,9 @@ def analyze_call(function: str, shards_default: int, /, *args: AnalyzeArgument,
     fields = {f.name: f for f in table.fields}
     roles = {attribute: name for name, (_, attribute) in step.from_input.items()}
     time_name = _column_name(params, roles["time"], fields)
-    clock = EventTime(None, *time_kind(fields[time_name].dataType, time_name,
-                                       params.get(roles.get("time_unit", ""))))
+    time_unit = (load(f"windowkit.spark.{step.sql.time_unit}")(table=table, **params)
+                 if step.sql.time_unit else params.get(roles.get("time_unit", "")))
+    clock = EventTime(None, *time_kind(fields[time_name].dataType, time_name, time_unit))
     keys = _key_names(params.get(roles["key"]) if "key" in roles else None, roles.get("key"),
                       fields)
     # (the builder and the columns also see the table's schema: an item's type, say)
@@ -208,18 +259,28 @@ def analyze_call(function: str, shards_default: int, /, *args: AnalyzeArgument,
     inputs = {name: declared[name] for name in texts}
     shards = check_int("shards", params["shards"] if params.get("shards") is not None
                        else shards_default, 1)
-    key_text = _key_text(keys)
+    key_text = key_text_sql(keys)
+    micros = clock.micros_sql(quoted_name(time_name))
+    sites = (load(f"windowkit.spark.{step.sql.sites}")(table=table, micros=micros, **params)
+             if step.sql.sites else None)
     select = _projection(step, texts, table, inputs, clock, time_name, keys, key_text,
-                         operator)
+                         operator, sites)
     columns = _columns(step, operator, params, table)
     keyed = KEY in dict(operator.output_schema)
     schema = _output_schema(keys, fields, columns, clock, keyed)
-    plan = Plan(factory, inputs, keys, clock, columns, keyed)
+    plan = Plan(factory, inputs, keys, clock, columns, keyed, sites, operator.ends_with_input)
+    if sites is not None and sites.ranked is not None:
+        # ranks need every row, in time order, rows at the same time in a fixed order
+        order = [OrderingColumn(select[1].name), OrderingColumn(row_hash_sql(table))]
+        return PlannedCall(schema=schema, withSinglePartition=True, orderBy=order,
+                           select=select, plan=plan)
     routed = _routed_by(operator, select, key_text if keys else None)
     if routed is None:
         return PlannedCall(schema=schema, withSinglePartition=True, select=select, plan=plan)
+    partition = (f"pmod(hash({routed}), {shards})" if sites is None
+                 else next(c.name for c in select if c.alias == _SHARD_COLUMN))
     return PlannedCall(schema=schema, select=select, plan=plan,
-                       partitionBy=[PartitioningColumn(f"pmod(hash({routed}), {shards})")])
+                       partitionBy=[PartitioningColumn(partition)])
 
 
 def _input_texts(step: StepFunction, params: dict, operator: Any, table: T.StructType
@@ -342,24 +403,14 @@ def _key_names(by: Any, parameter: str | None, fields: dict) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _key_text(keys: tuple[str, ...]) -> str:
-    """The SQL text of the value the key travels as (see :mod:`windowkit.spark.keys`)."""
-    if not keys:
-        return "''"
-    if len(keys) == 1:
-        return f"CAST({quoted_name(keys[0])} AS STRING)"
-    fields = ", ".join(f"'{k}', {quoted_name(k)}" for k in keys)
-    options = ", ".join(f"'{k}', \"{v}\"" for k, v in _JSON_OPTIONS.items())
-    return f"to_json(named_struct({fields}), map({options}))"
-
-
 def _projection(step: StepFunction, texts: dict, table: T.StructType, inputs: dict,
                 clock: EventTime, time_name: str, keys: tuple[str, ...],
-                key_text: str, operator: Any) -> list[SelectedColumn]:
+                key_text: str, operator: Any, sites: Sites | None = None
+                ) -> list[SelectedColumn]:
     """The columns Spark computes for the UDTF, as the adapter's projection: the key's text,
-    the event time in µs (null for a malformed row), the operator's inputs, the key's own
-    values, and a malformed row's JSON (null for the others); a row the function's own
-    check (the signature's ``valid``) refuses is malformed too."""
+    the event time in µs (null for a malformed row), the operator's inputs, the row's shard
+    (with ``sites``), the key's own values, and a malformed row's JSON (null for the others);
+    a row the function's own check (the signature's ``valid``) refuses is malformed too."""
     micros = clock.micros_sql(quoted_name(time_name))
     malformed = [f"{micros} IS NULL", *[f"{quoted_name(k)} IS NULL" for k in keys]]
     columns = {}
@@ -384,6 +435,7 @@ def _projection(step: StepFunction, texts: dict, table: T.StructType, inputs: di
     return [SelectedColumn(key_text, _KEY_COLUMN),
             SelectedColumn(f"CASE WHEN NOT ({bad}) THEN {micros} END", _TIME_COLUMN),
             *[SelectedColumn(text, f"{_INPUT}{name}") for name, text in columns.items()],
+            *([SelectedColumn(sites.shard, _SHARD_COLUMN)] if sites is not None else []),
             *[SelectedColumn(quoted_name(k), f"{_KEY_VALUE}{i}") for i, k in enumerate(keys)],
             SelectedColumn(f"CASE WHEN {' OR '.join([bad, *flagged])} "
                            f"THEN to_json(struct({row})) END", _DETAIL_COLUMN)]
@@ -425,10 +477,11 @@ class _TableFunction:
         # the projection's columns, in its order (see _projection): key, time, inputs, ...
         self.inputs = list(self.plan.inputs)
         self.codes = [i for i, n in enumerate(self.inputs) if self.plan.inputs[n] == "code"]
-        self.width = 2 + len(self.inputs)
+        self.width = 2 + len(self.inputs) + (self.plan.sites is not None)
         self.keys: list[str] = []
         self.times: list[int] = []
         self.values: list[list] = [[] for _ in self.inputs]
+        self.shards: list[int | None] = []
         self.key_values: dict[str, tuple] = {}
 
     def eval(self, *args: Any, **kwargs: Any) -> list[tuple] | None:
@@ -439,12 +492,14 @@ class _TableFunction:
             v for v in (*args, *kwargs.values()) if isinstance(v, Row))
         detail = row[-1]
         if detail is not None and row[1] is None:
-            return [self._rejected(detail)]
+            return [self._rejected(detail, row)]
         key = row[0]
         self.keys.append(key)
         self.times.append(row[1])
         for i, values in enumerate(self.values):
             values.append(row[2 + i])
+        if self.plan.sites is not None:
+            self.shards.append(row[self.width - 1])
         if key not in self.key_values:
             self.key_values[key] = tuple(row[self.width:-1])
         if detail is None:
@@ -453,18 +508,40 @@ class _TableFunction:
         for i in self.codes:
             if self.values[i][-1] is None:
                 self.values[i][-1] = -1
-        return [self._rejected(detail)]
+        return [self._rejected(detail, row)]
 
     def terminate(self) -> Iterator[tuple]:
         if not self.times:
             return
-        rows = pa.table({KEY: pa.array(self.keys, pa.string()),
-                         TIME: pa.array(self.times, pa.int64()),
+        sites = self.plan.sites
+        times = np.asarray(self.times, dtype=np.int64)
+        if sites is not None and sites.ranked is not None:
+            # the rows came in time order (the call's ORDER BY): their ranks are their places
+            times = np.arange(len(times), dtype=np.int64) * sites.ranked
+        rows = pa.table({KEY: pa.array(self.keys, pa.string()), TIME: times,
                          **{n: pa.array(values, _ARROW_INPUTS[self.plan.inputs[n]])
                             for n, values in zip(self.inputs, self.values, strict=True)}})
+        if self.plan.ends_with_input:
+            rows = rows.append_column(INPUT_END, pa.array(np.full(len(times), times.max())))
         categorical = tuple(n for n, kind in self.plan.inputs.items() if kind == "category")
-        for part in run_to_end(self.plan.factory, rows, None, categorical):
-            yield from self._output_rows(part)
+        for shard, shard_rows in self._by_shard(rows):
+            for part in run_to_end(self.plan.factory, shard_rows, None, categorical):
+                if shard is not None:
+                    part = part.assign(**{SHARD_OUT: shard})
+                yield from self._output_rows(part)
+
+    def _by_shard(self, rows: pa.Table) -> Iterator[tuple[int | None, pa.Table]]:
+        """The rows of each shard (one operator each), in shard order; all of them under
+        None without sites."""
+        if self.plan.sites is None:
+            yield None, rows
+            return
+        places = np.arange(len(self.shards))
+        shards = np.array([place % self.plan.sites.shards if shard is None else shard
+                           for place, shard in zip(places, self.shards, strict=True)],
+                          dtype=np.int64)
+        for shard in np.unique(shards):
+            yield int(shard), rows.take(np.flatnonzero(shards == shard))
 
     def _output_rows(self, part: Any) -> Iterator[tuple]:
         keys = ([()] * len(part) if not self.plan.keyed
@@ -475,11 +552,13 @@ class _TableFunction:
         for key, rest in zip(keys, zip(*values, strict=True), strict=True):
             yield (*key, *rest)
 
-    def _rejected(self, detail: str) -> tuple:
+    def _rejected(self, detail: str, row: Row) -> tuple:
         width = max(len(self.plan.keys), 1) if self.plan.keyed else 0
+        # a rejected row keeps the shard it was routed to (0 if the rows' ranks pick it)
+        shard = None if self.plan.sites is None else row[self.width - 1] or 0
         return (*[None] * width, *[detail if name == DETAIL_OUT else "malformed"
-                                   if name == REJECTED else None
-                                   for name, _, _ in self.plan.columns])
+                                   if name == REJECTED else shard if source == SHARD_OUT
+                                   else None for name, source, _ in self.plan.columns])
 
 
 def _values(part: pd.DataFrame, source: Any) -> Any:

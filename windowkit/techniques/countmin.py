@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from windowkit.technique import TIMED, StepFunction, StreamExample, Technique
+from windowkit.technique import TIMED, SqlSignature, StepFunction, StreamExample, Technique
 
 _SNAPSHOTS = ("windowed_count_min",)
+#: The module declaring windowed_count_min's SQL table function.
+_SQL = "countmin.snapshots"
 
 
 def check_count_min(params: dict[str, Any]) -> None:
@@ -69,7 +71,11 @@ TECHNIQUE = Technique(
                      from_input=TIMED, columns=("item", "time", "by"),
                      durations={"tick": "time", "late": "time"}, check=check_count_min,
                      latest_window=("window", "tick"),
-                     report="countmin:count_min_section"),
+                     report="countmin:count_min_section",
+                     sql=SqlSignature(f"{_SQL}:count_min_operator", f"{_SQL}:count_min_inputs",
+                                      f"{_SQL}:count_min_columns", valid=f"{_SQL}:count_min_valid",
+                                      sites=f"{_SQL}:count_min_sql_sites",
+                                      time_unit=f"{_SQL}:count_min_time_unit")),
         StepFunction("heavy_hitters", "countmin",
                      roles=(("snapshots", "input"), ("candidates", "candidates")),
                      batch_only=True, columns=("item",), column_role="candidates",

@@ -140,6 +140,11 @@ class WindowedCountMinOperator(StreamOperator, MergeableOperator):
         self._sent: tuple[int, int] | None = None
 
     @property
+    def input_schema(self) -> list[tuple[str, str]]:
+        """``item``: the items' int64 keys."""
+        return [(ITEM, "int64")]
+
+    @property
     def output_schema(self) -> list[tuple[str, str]]:
         """``seq``, ``n_seen``, ``time`` and ``sketch``."""
         return [("seq", "int64"), ("n_seen", "int64"), ("time", "timestamp"),

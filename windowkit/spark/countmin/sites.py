@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from windowkit.core.validation import check_int
+from windowkit.spark.columns import row_hash_sql
 from windowkit.spark.event_time import TimeUnit, column_type, event_time
 from windowkit.spark.keys import KeyLike, resolve_key
 
@@ -28,6 +29,7 @@ POSITION = "position"
 # internal columns (the adapter leaves "wk_" columns out of a rejected row's JSON)
 _POS = "wk_cm_position"
 _MID = "wk_cm_row"
+_MICROS = "wk_cm_micros"
 #: For unit="samples" one position is one millisecond of the operators' clock (µs): Spark's
 #: watermark moves in milliseconds, so a stream's watermark can then pass every position.
 POSITION_MICROS = 1000
@@ -62,13 +64,31 @@ def item_key(col: str | Column, dtype: T.DataType | None = None) -> Column:
     (-7001672635703045582, -928762887014768240)
     """
     column = F.col(col) if isinstance(col, str) else col
-    if isinstance(dtype, T.IntegralType) or isinstance(dtype, T.BooleanType):
-        column = column.cast("long")
-    elif isinstance(dtype, T.BinaryType):
-        pass
-    elif not isinstance(dtype, T.StringType):
-        column = column.cast("string")
-    return F.xxhash64(column)
+    cast = _item_cast(dtype)
+    return F.xxhash64(column if cast is None else column.cast(cast))
+
+
+def item_key_sql(column: str, dtype: T.DataType) -> str:
+    """:func:`item_key` as SQL text over ``column`` (SQL text of an item column of type
+    ``dtype``), for a plan Python builds no Column of (a SQL table function's).
+
+    Examples
+    --------
+    >>> item_key_sql("`i`", T.IntegerType()), item_key_sql("`s`", T.StringType())
+    ('xxhash64(CAST(`i` AS BIGINT))', 'xxhash64(`s`)')
+    """
+    cast = _item_cast(dtype)
+    return f"xxhash64({column if cast is None else f'CAST({column} AS {cast.upper()})'})"
+
+
+def _item_cast(dtype: T.DataType | None) -> str | None:
+    """The type an item of ``dtype`` is hashed as (None: as it is): integers as ``bigint``,
+    text and bytes as they are, anything else as its text."""
+    if isinstance(dtype, T.IntegralType | T.BooleanType):
+        return "bigint"
+    if isinstance(dtype, T.BinaryType | T.StringType):
+        return None
+    return "string"
 
 
 def _is_sequence(df: DataFrame, time: str | Column | None, time_unit: str | None) -> bool:
@@ -106,9 +126,11 @@ def count_min_sites(
       core operator reads as its time. ``unit="ticks"``: the event time in µs. ``unit="samples"``:
       :data:`POSITION_MICROS` times the row's position in the whole stream: ``time`` itself if
       it is an integer column given without ``time_unit`` (a sequence number); the rank of
-      ``time`` (ties in input order) if it is a timestamp or an integer with ``time_unit``
-      (batch only); without ``time`` (batch only), the row's place in the input (partition
-      order, then row order within it).
+      ``time`` among the rows that are counted (a row with a time and an item) if it is a
+      timestamp or an integer with ``time_unit`` (batch only; rows at the same time in the
+      order of a hash of their contents, :func:`~windowkit.spark.columns.row_hash_sql`, so
+      the input's order and partitioning never change a result); without ``time`` (batch
+      only), the row's place in the input (partition order, then row order within it).
 
     Examples
     --------
@@ -154,12 +176,14 @@ def _prepare(
                    "position in the stream: pass an integer sequence column as `time` (without "
                    "`time_unit`), or use unit='ticks'")
             raise ValueError(msg)
-        # The rank in time order, ties in input order: one sort of all rows in one partition.
-        order = Window.orderBy(F.col("wk_cm_micros").asc_nulls_first(), F.col(_MID))
-        df = (df.withColumns({_MID: F.monotonically_increasing_id(), "wk_cm_micros": micros})
-              .withColumn(_POS, F.when(F.col("wk_cm_micros").isNotNull(),
+        # The rank of the counted rows in time order, ties in the order of their contents:
+        # one sort of all rows in one partition.
+        counted = F.when((F.col(item) if isinstance(item, str) else item).isNotNull(), micros)
+        order = Window.orderBy(F.col(_MICROS).asc_nulls_last(), F.col(_MID))
+        df = (df.withColumns({_MID: F.expr(row_hash_sql(df.schema)), _MICROS: counted})
+              .withColumn(_POS, F.when(F.col(_MICROS).isNotNull(),
                                        F.row_number().over(order) - 1))
-              .drop("wk_cm_micros"))
+              .drop(_MICROS))
     if unit == "samples":
         df = df.withColumn(_POS, F.col(_POS) * F.lit(POSITION_MICROS))
     if by is None and unit == "samples":

@@ -23,8 +23,11 @@ from __future__ import annotations
 import functools
 from typing import Literal
 
+import numpy as np
+import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from windowkit.core.durations import FIRST_TIMESTAMP, LAST_TIMESTAMP
 from windowkit.core.sketches.operator import (
@@ -33,7 +36,8 @@ from windowkit.core.sketches.operator import (
     ITEM,
 )
 from windowkit.core.validation import check_int
-from windowkit.spark.adapter import DETAIL_OUT, REJECTED, OperatorJob, run_operator
+from windowkit.spark.adapter import DETAIL_OUT, REJECTED, SHARD_OUT, OperatorJob, run_operator
+from windowkit.spark.columns import quoted_name
 from windowkit.spark.countmin.operator import Algorithm, make_operator
 from windowkit.spark.countmin.sites import (
     _POS,
@@ -43,9 +47,11 @@ from windowkit.spark.countmin.sites import (
     SHARD,
     _is_sequence,
     _prepare,
+    item_key_sql,
 )
 from windowkit.spark.event_time import TimeUnit, event_time
-from windowkit.spark.keys import KeyLike
+from windowkit.spark.keys import KeyLike, key_text_sql
+from windowkit.spark.sql import Sites
 
 SNAPSHOT_COLUMNS = ["shard", "seq", "n_seen", "time", "window_start", "window_end", "sketch"]
 
@@ -151,17 +157,16 @@ def windowed_count_min(
     ...                    ).orderBy("item").collect()
     [Row(item=0, estimate=2), Row(item=1, estimate=2), Row(item=2, estimate=2)]
     """
-    params = {"unit": unit, "tick": tick, "algorithm": algorithm, "epsilon": epsilon,
-              "delta": delta, "snapshot_every": snapshot_every, "seed": seed, "tau": tau,
-              "mu": mu}
-    tick_micros = make_operator(window, **params).tick_micros  # validates before any job
+    factory = count_min_operator(window=window, unit=unit, tick=tick, algorithm=algorithm,
+                                 epsilon=epsilon, delta=delta, snapshot_every=snapshot_every,
+                                 seed=seed, tau=tau, mu=mu)  # validates before any job
+    tick_micros = factory().tick_micros
     shards = check_int("shards", DEFAULT_SHARDS if shards is None else shards, 1)
     prepared, key, site = _prepare(df, item, time, by, shards, unit, time_unit)
     item_col = F.col(item) if isinstance(item, str) else item
     inputs = {ITEM: key}
     # The site is the adapter's shard: each Spark group runs exactly one site's operator.
-    job = OperatorJob(factory=functools.partial(make_operator, window, **params),
-                      inputs=inputs, valid=item_col.isNotNull())
+    job = OperatorJob(factory=factory, inputs=inputs, valid=item_col.isNotNull())
     step, step_unit = _step_column(df, time, unit, time_unit)
     out = run_operator(prepared, job, time=step, key=None, shards=shards, late=late,
                        shard=site, time_unit=step_unit,
@@ -207,8 +212,176 @@ def _snapshot_columns(df: DataFrame, time: str | Column | None, unit: str,
         p = POSITION_MICROS
         restored = {name: F.expr(f"(({micros}) - pmod({micros}, {p})) div {p}")
                     for name, micros in bounds.items()}
-    return [SHARD, "seq", "n_seen", *[c.alias(n) for n, c in restored.items()], "sketch",
+    # (nullable, as the adapter's mergeable mode and the SQL table function give it: the same
+    # schema whichever way the sites ran)
+    shard = F.when(F.col(SHARD).isNotNull(), F.col(SHARD)).alias(SHARD)
+    return [shard, "seq", "n_seen", *[c.alias(n) for n, c in restored.items()], "sketch",
             REJECTED, DETAIL_OUT]
+
+
+def count_min_operator(*, window: int, unit: str = "samples", tick: str | int | None = None,
+                       algorithm: str = "splitter", epsilon: float = DEFAULT_EPSILON,
+                       delta: float = DEFAULT_DELTA, snapshot_every: int | None = None,
+                       seed: int = 0, tau: float | None = None, mu: float | None = None,
+                       **_: object) -> functools.partial:
+    """The operator factory every site of :func:`windowed_count_min` runs, from its
+    parameters (keywords; the others are ignored), checked as the function checks them: also
+    its SQL table function's.
+
+    Examples
+    --------
+    >>> count_min_operator(window=10, algorithm="perfect")().sketch.window
+    10
+    >>> count_min_operator(window=10, unit="ticks")
+    Traceback (most recent call last):
+    ...
+    ValueError: `tick` is required with unit='ticks' (e.g. tick='1 second')
+    """
+    params = {"unit": unit, "tick": tick, "algorithm": algorithm, "epsilon": epsilon,
+              "delta": delta, "snapshot_every": snapshot_every, "seed": seed, "tau": tau,
+              "mu": mu}
+    make_operator(window, **params)
+    return functools.partial(make_operator, window, **params)
+
+
+# ------------------------------------------------------------------ the SQL table function
+def count_min_time_unit(*, table: T.StructType, time: object, unit: str = "samples",
+                        time_unit: str | None = None, **_: object) -> str | None:
+    """The unit the SQL table function of :func:`windowed_count_min` reads its ``time`` in:
+    a sequence number's positions as :data:`POSITION_MICROS` µs each, as the function does.
+
+    Examples
+    --------
+    >>> count_min_time_unit(table=T.StructType.fromDDL("seq long"), time="seq")
+    'ms'
+    """
+    field = _field(table, "time", time)
+    sequence = (unit == "samples" and time_unit is None
+                and isinstance(field.dataType, T.IntegralType))
+    return POSITION_UNIT if sequence else time_unit
+
+
+def count_min_inputs(operator: object, *, table: T.StructType, item: object, **_: object
+                     ) -> dict[str, str]:
+    """The operator's input of the SQL table function of :func:`windowed_count_min`: each
+    row's item key (:func:`~windowkit.spark.countmin.sites.item_key`), null for a null item.
+
+    Examples
+    --------
+    >>> count_min_inputs(None, table=T.StructType.fromDDL("ip string"), item="ip")
+    {'item': 'CASE WHEN `ip` IS NOT NULL THEN xxhash64(`ip`) END'}
+    """
+    field = _field(table, "item", item)
+    column = quoted_name(field.name)
+    return {ITEM: f"CASE WHEN {column} IS NOT NULL THEN {item_key_sql(column, field.dataType)} END"}
+
+
+def count_min_valid(operator: object, micros: str, columns: dict[str, str]) -> str:
+    """The SQL table function's check of a row, as :func:`windowed_count_min`'s: an item.
+
+    Examples
+    --------
+    >>> count_min_valid(None, "t", {"item": "k"})
+    '(k) IS NOT NULL'
+    """
+    return f"({columns[ITEM]}) IS NOT NULL"
+
+
+def count_min_sql_sites(*, table: T.StructType, micros: str, time: object,
+                        by: object = None, shards: int | None = None, unit: str = "samples",
+                        time_unit: str | None = None, **_: object) -> Sites:
+    """The sites of the SQL table function of :func:`windowed_count_min`, as
+    :func:`~windowkit.spark.countmin.sites.count_min_sites` picks them: the hash of ``by``,
+    of the tick, or round robin over the positions (a sequence number's, or the rows' ranks
+    in time order); ``micros`` is the SQL text of a row's time in µs.
+
+    Examples
+    --------
+    >>> table = T.StructType.fromDDL("ip string, t timestamp")
+    >>> count_min_sql_sites(table=table, micros="m", time="t", shards=2)
+    Sites(shard='CAST(NULL AS INT)', shards=2, ranked=1000)
+    >>> count_min_sql_sites(table=table, micros="m", time="t", by="ip").shard
+    'CAST(pmod(xxhash64(`ip`), 4) AS INT)'
+    """
+    shards = check_int("shards", DEFAULT_SHARDS if shards is None else shards, 1)
+    sequence = count_min_time_unit(table=table, time=time, unit=unit,
+                                   time_unit=time_unit) == POSITION_UNIT
+    ranked = POSITION_MICROS if unit == "samples" and not sequence else None
+    if by is not None:
+        names = by if isinstance(by, list) else [by]
+        fields = [_field(table, "by", name) for name in names]
+        text = (item_key_sql(quoted_name(names[0]), fields[0].dataType) if len(names) == 1
+                else f"xxhash64({key_text_sql(names)})")
+        shard = f"pmod({text}, {shards})"
+    elif unit == "ticks":
+        shard = f"pmod(xxhash64({micros}), {shards})"
+    elif sequence:
+        shard = f"coalesce(pmod(CAST({quoted_name(time)} AS BIGINT), {shards}), 0)"
+    else:  # round robin over the ranks
+        shard = "NULL"
+    return Sites(f"CAST({shard} AS INT)", shards, ranked)
+
+
+def count_min_columns(operator: object, *, table: T.StructType, time: object, window: int,
+                      unit: str = "samples", **_: object) -> list:
+    """:func:`windowed_count_min`'s columns as its projection makes them, for its SQL table
+    function: the window's last step and its bounds (positions for ``unit="samples"``, times
+    in the time column's kind for ticks), from the operator's µs.
+
+    Examples
+    --------
+    >>> op = count_min_operator(window=3)()
+    >>> table = T.StructType.fromDDL("ip string, seq long")
+    >>> [c if isinstance(c, str) else c[0] for c in count_min_columns(
+    ...     op, table=table, time="seq", window=3)]  # doctest: +NORMALIZE_WHITESPACE
+    ['shard', 'seq', 'n_seen', 'time', 'window_start', 'window_end', 'sketch', 'rejected',
+     'detail']
+    """
+    tick = operator.tick_micros
+
+    def bounds(part: pd.DataFrame) -> dict[str, np.ndarray]:
+        return step_bounds(part["time"].to_numpy(dtype=np.int64), window, tick)
+
+    if unit == "ticks":
+        kind: object = "timestamp"
+
+        def restored(micros: np.ndarray) -> np.ndarray:
+            return micros
+    else:
+        kind = T.LongType()
+
+        def restored(micros: np.ndarray) -> np.ndarray:
+            return (micros - micros % POSITION_MICROS) // POSITION_MICROS
+
+    return [(SHARD, SHARD_OUT, T.IntegerType()), "seq", "n_seen",
+            *[(name, lambda part, n=name: restored(bounds(part)[n]), kind)
+              for name in ("time", "window_start", "window_end")],
+            "sketch", REJECTED, DETAIL_OUT]
+
+
+def step_bounds(times: np.ndarray, window: int, tick_micros: int) -> dict[str, np.ndarray]:
+    """The snapshots' ``time`` (µs) and their windows' bounds in µs, as
+    :func:`windowed_count_min` computes them in the JVM (``_snapshot_columns``).
+
+    Examples
+    --------
+    >>> step_bounds(np.array([5500]), 3, 1000)
+    {'time': array([5500]), 'window_start': array([3000]), 'window_end': array([6000])}
+    """
+    step = times - times % tick_micros
+    start = step - min((window - 1) * tick_micros, 2**62)
+    end = step + tick_micros
+    return {"time": times, "window_start": np.maximum(start, FIRST_TIMESTAMP),
+            "window_end": np.minimum(end, LAST_TIMESTAMP)}
+
+
+def _field(table: T.StructType, parameter: str, name: object) -> T.StructField:
+    """The column ``name`` of the ``table``, or the error naming ``parameter``."""
+    if not isinstance(name, str) or name not in table.names:
+        msg = (f"`{parameter}` must name a column of the table ({', '.join(table.names)}); "
+               f"got {name!r}")
+        raise ValueError(msg)
+    return table[name]
 
 
 def latest_snapshots(snapshots: DataFrame) -> DataFrame:

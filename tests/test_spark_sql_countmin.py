@@ -1,0 +1,138 @@
+"""``windowkit_windowed_count_min`` (issue #37): the SQL table function gives
+``windowed_count_min``'s schema and snapshots (every site's sketch, cell for cell) on the same
+table, for each way a row gets its position and its site; a mistake is one error at analysis.
+And the rows a count-based window ranks at one time take a fixed order, so neither surface's
+result depends on the input's order or partitioning."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.session_kinds import SQL_COUNT_MIN_CALLS, T0, sql_flows
+
+pytestmark = pytest.mark.spark
+
+SECOND = pd.Timedelta(seconds=1)
+
+
+@pytest.fixture(scope="module")
+def registered(spark):
+    from windowkit.spark import register_sql
+
+    names = register_sql(spark)
+    sql_flows(spark)
+    return names
+
+
+def snapshots(frame) -> pd.DataFrame:
+    """The snapshot rows in an order of their values, each sketch as its configuration (the
+    bytes before the cells) and its cells."""
+    from windowkit.core.sketches import CountMin
+
+    rows = frame.toPandas()
+    cells = [None if b is None else np.asarray(CountMin.from_bytes(bytes(b)).counts)
+             for b in rows["sketch"]]
+    rows = rows.assign(sketch=[None if b is None else repr(CountMin.from_bytes(bytes(b)).config)
+                               for b in rows["sketch"]], wk_cells=cells)
+    order = rows.drop(columns="wk_cells").astype(str).sort_values(
+        list(rows.columns[:-1]), kind="stable").index
+    return rows.loc[order].reset_index(drop=True)
+
+
+def same_snapshots(sql, frame) -> None:
+    """The same schema, the same rows, and sketches equal cell for cell (Proportional's
+    fractions up to float rounding: the DataFrame function sums its window blocks' parts in
+    another order)."""
+    assert sql.schema == frame.schema, (sql.schema, frame.schema)
+    got, expected = snapshots(sql), snapshots(frame)
+    assert len(expected) > 0 and expected["sketch"].notna().any()
+    pd.testing.assert_frame_equal(got.drop(columns="wk_cells"),
+                                  expected.drop(columns="wk_cells"))
+    for mine, theirs in zip(got["wk_cells"], expected["wk_cells"], strict=True):
+        assert (mine is None) == (theirs is None)
+        if mine is not None:
+            np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("call", sorted(SQL_COUNT_MIN_CALLS))
+def test_windowed_count_min_gives_the_dataframe_functions_snapshots_issue37(spark, registered,
+                                                                          call):
+    """Positions from a sequence number, from the rank of a timestamp (with rows at one
+    time, a row of no time and one of no item), ticks of time; sites round robin, by the hash
+    of a column, of a composite key, of the tick; every algorithm; periodic snapshots."""
+    from windowkit.spark import windowed_count_min
+
+    query, params = SQL_COUNT_MIN_CALLS[call]
+    same_snapshots(spark.sql(query), windowed_count_min(sql_flows(spark), **params))
+
+
+def tied_rows(spark):
+    """Items at a few times, many at each, in an order and a partitioning of their own; a row
+    of no item among them."""
+    rng = np.random.default_rng(5)
+    rows = [(f"d{int(rng.integers(0, 6))}", T0 + int(rng.integers(0, 8)) * SECOND, i)
+            for i in range(120)]
+    return rows + [(None, T0 + 3 * SECOND, 999)]
+
+
+def test_rows_at_one_time_are_ranked_alike_whatever_the_inputs_order_issue37(spark):
+    """A count-based window over a timestamp cuts through the rows of one time: which of them
+    it counts, and the site each goes to, must not depend on how the input was read."""
+    from windowkit.spark import windowed_count_min
+
+    rows = tied_rows(spark)
+    schema = "dst string, time timestamp, n long"
+    params = {"item": "dst", "time": "time", "window": 25, "shards": 3,
+              "algorithm": "perfect"}
+    found = []
+    for order, parts in [(rows, 1), (rows[::-1], 4), (sorted(rows, key=lambda r: r[2] % 7), 3)]:
+        df = spark.createDataFrame(order, schema).repartition(parts)
+        found.append(snapshots(windowed_count_min(df, **params)))
+    assert found[0]["sketch"].notna().sum() == 3
+    for other in found[1:]:
+        pd.testing.assert_frame_equal(other.drop(columns="wk_cells"),
+                                      found[0].drop(columns="wk_cells"))
+        for mine, theirs in zip(other["wk_cells"], found[0]["wk_cells"], strict=True):
+            assert (mine is None) == (theirs is None)
+            if mine is not None:
+                np.testing.assert_array_equal(mine, theirs)
+
+
+def test_the_sql_call_ranks_rows_at_one_time_as_the_dataframe_function_issue37(spark,
+                                                                             registered):
+    from windowkit.spark import windowed_count_min
+
+    df = spark.createDataFrame(tied_rows(spark)[::-1], "dst string, time timestamp, n long"
+                               ).repartition(3)
+    df.createOrReplaceTempView("tied")
+    for algorithm in ("perfect", "splitter"):
+        sql = spark.sql(f"""SELECT * FROM windowkit_windowed_count_min(TABLE(tied),
+            item => 'dst', time => 'time', window => 25, shards => 3,
+            algorithm => '{algorithm}', snapshot_every => 7)""")
+        same_snapshots(sql, windowed_count_min(df, "dst", "time", window=25, shards=3,
+                                               algorithm=algorithm, snapshot_every=7))
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    ("item => 'dst', time => 'time', window => 0", "`window` must be an integer in [1, "),
+    ("item => 'dst', time => 'time', window => 9, algorithm => 'fastest'", "`algorithm`"),
+    ("item => 'dst', time => 'time', window => 9, unit => 'ticks'", "`tick` is required"),
+    ("item => 'dest', time => 'time', window => 9",
+     "`item` must name a column of the table (src, dst, time, bytes, bucket, seq); got 'dest'"),
+    ("item => 'dst', window => 9", "`time` must name a column of the table"),
+    ("item => 'dst', time => 'time', window => 9, by => 'router'",
+     "`by` must name a column of the table"),
+    ("item => 'dst', time => 'time', window => 9, windw => 3",
+     "windowkit_windowed_count_min has no parameter `windw`"),
+], ids=["window", "algorithm", "tick", "item", "time", "by", "unknown"])
+def test_a_count_min_mistake_is_one_error_at_analysis_issue37(spark, registered, call, message):
+    from pyspark.errors import AnalysisException
+
+    with pytest.raises(AnalysisException) as raised:
+        _ = spark.sql(f"SELECT * FROM windowkit_windowed_count_min(TABLE(flows), {call})"
+                      ).schema
+    error = str(raised.value)
+    last = [line for line in error.splitlines() if line.startswith("ValueError: ")]
+    assert len(last) == 1 and message in last[0], error
