@@ -622,6 +622,15 @@ def sql_reports_batch(spark, folder):
         expected = frame.toPandas()
         pd.testing.assert_frame_equal(sorted_rows(rows), sorted_rows(expected))
         found.append(as_text(sorted_rows(rows)).assign(function=name))
+    # heavy hitters in SQL over a SQL call's snapshots, against the DataFrame functions'
+    query, params = count_min["sequence_perfect"]
+    rows = spark.sql(f"SELECT * FROM windowkit_heavy_hitters(TABLE({query}), candidates => "
+                     "array('d0', 'd1', 'd2'), phi => 0.05, item => 'dst')").toPandas()
+    snapshots = W.windowed_count_min(df, **params)
+    expected = W.heavy_hitters(snapshots, ["d0", "d1", "d2"], 0.05, "dst").toPandas()
+    assert len(expected) > 0
+    pd.testing.assert_frame_equal(sorted_rows(rows), sorted_rows(expected))
+    found.append(as_text(sorted_rows(rows)).assign(function="heavy_hitters"))
     query, params = SQL_WIDENING_CALL
     df = sql_calls(spark)
     sql, frame = spark.sql(query), W.widen_detect(df, **params)

@@ -89,6 +89,17 @@ def test_stored_strings_keep_what_follows_a_nul():
 
 
 @settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.binary(max_size=6), st.none()), max_size=20))
+def test_stored_bytes_stay_bytes_and_keep_what_follows_a_nul(values):
+    """A column of bytes (a snapshot's sketches in a runner's buffer) comes back as the same
+    bytes, not as text, whatever NULs they hold."""
+    arr = np.array(values + [b"\x00", b"\x00\x01"], dtype=object)
+    _, arrays = unpack_state(pack_state("DEMO", 1, {}, {"b": arr}), "DEMO", 1)
+    assert arrays["b"].tolist() == arr.tolist()
+    assert all(v is None or type(v) is bytes for v in arrays["b"])
+
+
+@settings(max_examples=200, deadline=None)
 @given(start=st.lists(NUL_TEXT, unique=True, max_size=8),
        batches=st.lists(st.lists(NUL_TEXT, unique=True, max_size=12), max_size=8),
        small=st.sampled_from([0, 2, 1024]))

@@ -58,7 +58,8 @@ def same_rows(sql, frames) -> None:
 def test_register_sql_registers_the_functions_that_sql_can_call_issue37(registered):
     assert sorted(registered) == ["windowkit_aggregate_frames", "windowkit_boundary_frames",
                                   "windowkit_delta_frames",
-                                  "windowkit_exact_persistent_items", "windowkit_multi_granular",
+                                  "windowkit_exact_persistent_items", "windowkit_heavy_hitters",
+                                  "windowkit_multi_granular",
                                   "windowkit_persistent_items", "windowkit_recurring_items",
                                   "windowkit_threshold_frames", "windowkit_widen_detect",
                                   "windowkit_windowed_count_min"]

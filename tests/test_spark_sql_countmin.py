@@ -136,3 +136,110 @@ def test_a_count_min_mistake_is_one_error_at_analysis_issue37(spark, registered,
     error = str(raised.value)
     last = [line for line in error.splitlines() if line.startswith("ValueError: ")]
     assert len(last) == 1 and message in last[0], error
+
+
+def test_spark_xxhash64_in_python_is_sparks(spark):
+    """The candidates' keys of ``windowkit_heavy_hitters``, computed in Python, are the keys
+    Spark's ``xxhash64`` gives them (texts of every length around XXH64's 4-, 8- and 32-byte
+    steps, non-ASCII ones, integers at the ends of a long)."""
+    from pyspark.sql import functions as F
+
+    from windowkit.core.hashing import spark_xxhash64
+
+    rng = np.random.default_rng(3)
+    texts = ["", "é", "日本", "a\x00b"] + ["".join(rng.choice(list("abcXYZ09é"), size=n))
+                                          for n in range(80)]
+    longs = [0, 1, -1, 2**63 - 1, -(2**63), *rng.integers(-(2**62), 2**62, size=40).tolist()]
+    got_texts = spark.createDataFrame([(t,) for t in texts], "t string").select(
+        "t", F.xxhash64("t").alias("h")).collect()
+    got_longs = spark.createDataFrame([(v,) for v in longs], "v long").select(
+        "v", F.xxhash64("v").alias("h")).collect()
+    assert {r.t: r.h for r in got_texts} == {t: spark_xxhash64(t) for t in texts}
+    assert {r.v: r.h for r in got_longs} == {v: spark_xxhash64(v) for v in longs}
+
+
+def heavy_rows(frame) -> pd.DataFrame:
+    """Heavy hitters in an order of their values; the window counts and thresholds apart
+    (float sums, compared up to rounding)."""
+    rows = frame.toPandas()
+    order = rows.astype(str).sort_values(list(rows.columns), kind="stable").index
+    return rows.loc[order].reset_index(drop=True)
+
+
+def same_heavy_hitters(sql, frame) -> None:
+    assert sql.schema == frame.schema, (sql.schema, frame.schema)
+    got, expected = heavy_rows(sql), heavy_rows(frame)
+    assert len(expected) > 0
+    floats = ["window_count", "threshold"]
+    pd.testing.assert_frame_equal(got.drop(columns=floats), expected.drop(columns=floats))
+    np.testing.assert_allclose(got[floats].to_numpy(float), expected[floats].to_numpy(float),
+                               rtol=1e-12)
+
+
+#: Snapshot streams of ``flows`` the heavy hitters are tested on: one snapshot per site, a
+#: time-based sketch snapshotting every 5 rows (views of several replay ranges), Splitter
+#: over the ranks of a time.
+HEAVY_SNAPSHOTS = {
+    "final": {"time": "seq", "window": 40, "algorithm": "perfect", "shards": 3},
+    "ticks_every_5": {"time": "time", "window": 9, "unit": "ticks", "tick": "10 seconds",
+                      "algorithm": "simple", "shards": 2, "snapshot_every": 5},
+    "splitter": {"time": "time", "window": 50, "algorithm": "splitter",
+                 "snapshot_every": 30},
+}
+
+
+@pytest.mark.parametrize("latest", [False, True])
+@pytest.mark.parametrize("snapshots", sorted(HEAVY_SNAPSHOTS))
+def test_heavy_hitters_gives_the_dataframe_functions_views_issue37(spark, registered,
+                                                                 snapshots, latest):
+    """Every view of the coordinator (or the final one), text candidates given as an array
+    (and one of them never seen), over snapshots with rejected rows among them."""
+    from windowkit.spark import heavy_hitters, windowed_count_min
+
+    snaps = windowed_count_min(sql_flows(spark), "dst", **HEAVY_SNAPSHOTS[snapshots])
+    snaps.createOrReplaceTempView("snaps")
+    candidates = [f"d{i}" for i in range(20)] + ["never"]
+    listed = ", ".join(f"'{c}'" for c in candidates)
+    sql = spark.sql(f"""SELECT * FROM windowkit_heavy_hitters(TABLE(snaps),
+        candidates => array({listed}), phi => 0.1, item => 'dst', latest => {latest})""")
+    same_heavy_hitters(sql, heavy_hitters(snaps, candidates, 0.1, "dst", latest=latest))
+
+
+def test_heavy_hitters_of_integer_items_over_the_sql_snapshots_issue37(spark, registered):
+    """Both steps in SQL, the snapshots a table function's rows; integer candidates, the
+    output's item a long named by ``item``."""
+    from windowkit.spark import heavy_hitters, windowed_count_min
+
+    sql = spark.sql("""SELECT * FROM windowkit_heavy_hitters(
+        TABLE(SELECT * FROM windowkit_windowed_count_min(TABLE(flows), item => 'bucket',
+              time => 'time', window => 60, algorithm => 'perfect', snapshot_every => 20)),
+        candidates => array(0, 1, -1, 7), phi => 0.3, item => 'b')""")
+    snaps = windowed_count_min(sql_flows(spark), "bucket", "time", window=60,
+                               algorithm="perfect", snapshot_every=20)
+    same_heavy_hitters(sql, heavy_hitters(snaps, [0, 1, -1, 7], 0.3, "b"))
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    ("TABLE(snaps), candidates => array('a'), phi => 0", "`phi` must be in (0, 1]"),
+    ("TABLE(snaps), candidates => array(1.5, 2.5), phi => 0.1",
+     "`candidates` must be an array of texts or of integers in SQL; got [1.5, 2.5]"),
+    ("TABLE(snaps), candidates => 'd0', phi => 0.1",
+     "`candidates` must be an array of texts or of integers in SQL; got 'd0'"),
+    ("TABLE(snaps), phi => 0.1", "windowkit_heavy_hitters requires `candidates`"),
+    ("TABLE(flows), candidates => array('a'), phi => 0.1",
+     "`snapshots` must be windowed_count_min's output; the table lacks shard, n_seen, "
+     "window_start, window_end, sketch"),
+], ids=["phi", "float-candidates", "not-array", "no-candidates", "not-snapshots"])
+def test_a_heavy_hitters_mistake_is_one_error_at_analysis_issue37(spark, registered, call,
+                                                                  message):
+    from pyspark.errors import AnalysisException
+
+    from windowkit.spark import windowed_count_min
+
+    windowed_count_min(sql_flows(spark), "dst", "seq", window=9).createOrReplaceTempView(
+        "snaps")
+    with pytest.raises(AnalysisException) as raised:
+        _ = spark.sql(f"SELECT * FROM windowkit_heavy_hitters({call})").schema
+    error = str(raised.value)
+    last = [line for line in error.splitlines() if line.startswith("ValueError: ")]
+    assert len(last) == 1 and message in last[0], error

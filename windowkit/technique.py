@@ -84,6 +84,9 @@ class SqlSignature:
         :class:`~windowkit.spark.sql.Sites`: the SQL text of each row's shard and the
         number of shards, and whether the operator's time is the row's rank in time order
         instead. None: rows are routed by the key or the operator's ``route``.
+    time : str or None
+        The column of the table holding the event time, for a function that takes no
+        ``time`` parameter (e.g. ``heavy_hitters``' snapshots: ``"time"``).
     time_unit : str or None
         ``"module:function"`` under ``windowkit.spark`` giving the unit the call reads an
         integer time column in, from the ``table``'s schema and the parameters (e.g. a
@@ -102,6 +105,7 @@ class SqlSignature:
     defaults: Mapping[str, str] = field(default_factory=dict)
     valid: str | None = None
     sites: str | None = None
+    time: str | None = None
     time_unit: str | None = None
 
 

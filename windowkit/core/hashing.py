@@ -130,3 +130,76 @@ def sip_hash(values: np.ndarray, hash_key: str = "0123456789123456",
     out = hashed[codes]
     out[codes < 0] = np.iinfo(np.uint64).max
     return out
+
+
+_XXH_PRIMES = (11400714785074694791, 14029467366897019727, 1609587929392839161,
+               9650029242287828579, 2870177450012600261)
+_MASK64 = (1 << 64) - 1
+#: The seed of Spark's ``xxhash64``.
+SPARK_HASH_SEED = 42
+
+
+def spark_xxhash64(value: int | str | bytes) -> int:
+    """Spark's ``xxhash64`` of one value, as its SQL function gives it (seed 42, a signed
+    long): an integer hashed as a ``bigint``, text as its UTF-8 bytes, bytes as they are. It
+    is the key :func:`windowkit.spark.countmin.item_key` gives an item in the JVM, for items
+    known in Python (e.g. a list of candidates).
+
+    Examples
+    --------
+    >>> spark_xxhash64(1), spark_xxhash64("1")
+    (-7001672635703045582, -928762887014768240)
+    """
+    if isinstance(value, bool) or not isinstance(value, int | str | bytes):
+        msg = f"`value` must be an integer, a text or bytes; got {type(value).__name__}"
+        raise ValueError(msg)
+    data = (value.encode() if isinstance(value, str) else value if isinstance(value, bytes)
+            else (value & _MASK64).to_bytes(8, "little"))
+    h = _xxh64(data, SPARK_HASH_SEED)
+    return h - (1 << 64) if h >= 1 << 63 else h
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (64 - r))) & _MASK64
+
+
+def _xxh_round(acc: int, lane: int) -> int:
+    p1, p2 = _XXH_PRIMES[0], _XXH_PRIMES[1]
+    return _rotl((acc + lane * p2) & _MASK64, 31) * p1 & _MASK64
+
+
+def _xxh64(data: bytes, seed: int) -> int:
+    """XXH64 (Yann Collet's reference algorithm) of ``data``, as an unsigned 64-bit int."""
+    p1, p2, p3, p4, p5 = _XXH_PRIMES
+    n, pos = len(data), 0
+    if n >= 32:
+        lanes = [(seed + p1 + p2) & _MASK64, (seed + p2) & _MASK64, seed & _MASK64,
+                 (seed - p1) & _MASK64]
+        while pos + 32 <= n:
+            for i in range(4):
+                lanes[i] = _xxh_round(lanes[i], int.from_bytes(data[pos:pos + 8], "little"))
+                pos += 8
+        h = (_rotl(lanes[0], 1) + _rotl(lanes[1], 7) + _rotl(lanes[2], 12)
+             + _rotl(lanes[3], 18)) & _MASK64
+        for lane in lanes:
+            h = ((h ^ _xxh_round(0, lane)) * p1 + p4) & _MASK64
+    else:
+        h = (seed + p5) & _MASK64
+    h = (h + n) & _MASK64
+    while pos + 8 <= n:
+        h ^= _xxh_round(0, int.from_bytes(data[pos:pos + 8], "little"))
+        h = (_rotl(h, 27) * p1 + p4) & _MASK64
+        pos += 8
+    if pos + 4 <= n:
+        h ^= int.from_bytes(data[pos:pos + 4], "little") * p1 & _MASK64
+        h = (_rotl(h, 23) * p2 + p3) & _MASK64
+        pos += 4
+    while pos < n:
+        h ^= data[pos] * p5 & _MASK64
+        h = _rotl(h, 11) * p1 & _MASK64
+        pos += 1
+    h ^= h >> 33
+    h = h * p2 & _MASK64
+    h ^= h >> 29
+    h = h * p3 & _MASK64
+    return h ^ (h >> 32)

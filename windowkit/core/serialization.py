@@ -103,7 +103,8 @@ def pack_state(
     meta : dict
         JSON-serializable parameters and scalars.
     arrays : dict of str to numpy.ndarray, optional
-        Numeric arrays, or arrays of strings (object or unicode dtype, stored as UTF-8).
+        Numeric arrays, or arrays of strings (object or unicode dtype, stored as UTF-8) or of
+        bytes (object dtype, stored as they are).
 
     Returns
     -------
@@ -125,9 +126,14 @@ def pack_state(
         if arr.dtype == object or arr.dtype.kind == "U":
             # dictionary-encode: per-row strings cost a Python call each, distinct values few
             codes, uniques = factorize(arr.ravel())
-            lengths, text = _utf8_strings(uniques)
-            specs.append({"name": name, "dtype": "utf8dict", "shape": list(arr.shape),
-                          "n_unique": len(lengths)})
+            binary = len(uniques) > 0 and set(map(type, uniques)) <= {bytes, bytearray}
+            if binary:  # bytes (a sketch's) as they are, not as text
+                lengths = np.array([len(u) for u in uniques], dtype="<i8")
+                text = b"".join(uniques)
+            else:
+                lengths, text = _utf8_strings(uniques)
+            specs.append({"name": name, "dtype": "bytesdict" if binary else "utf8dict",
+                          "shape": list(arr.shape), "n_unique": len(lengths)})
             chunks += [_raw_bytes(codes.astype("<i8")), _raw_bytes(lengths), text]
             continue
         arr = np.ascontiguousarray(arr)
@@ -271,7 +277,7 @@ windowkit reads DEMO version 2 only
         offset = 4 + meta_len
         arrays = {}
         for spec in decoded["arrays"]:
-            if spec["dtype"] == "utf8dict":
+            if spec["dtype"] in ("utf8dict", "bytesdict"):
                 arrays[spec["name"]], offset = _read_dict_strings(body, offset, spec, tag)
                 continue
             dtype = np.dtype(spec["dtype"])
@@ -311,7 +317,12 @@ def _read_dict_strings(body: memoryview, offset: int, spec: dict,
         raise StateFormatError(msg)
     size = int(lengths.sum())
     uniques = np.empty(n_unique + 1, dtype=object)  # last slot: None, for code -1
-    uniques[:n_unique] = _decode_utf8(body, offset, lengths, spec["name"], tag)
+    if spec["dtype"] == "bytesdict":
+        ends = offset + np.cumsum(lengths)
+        uniques[:n_unique] = [bytes(body[int(end - length):int(end)])
+                              for end, length in zip(ends, lengths, strict=True)]
+    else:
+        uniques[:n_unique] = _decode_utf8(body, offset, lengths, spec["name"], tag)
     return uniques[codes].reshape(spec["shape"]), offset + size
 
 

@@ -90,7 +90,8 @@ _TIME_TYPES = {"instant": T.TimestampType(), "wall_clock": T.TimestampNTZType(),
                "integer": T.LongType()}
 #: How an operator input of each declared type reaches the operator from a SQL call.
 _ARROW_INPUTS = {"float64": pa.float64(), "int64": pa.int64(), "string": pa.string(),
-                 "category": pa.string(), "bool": pa.bool_(), "code": pa.int8()}
+                 "category": pa.string(), "bool": pa.bool_(), "code": pa.int8(),
+                 "binary": pa.binary(), "timestamp": pa.int64(), "duration": pa.int64()}
 
 
 def sql_functions() -> dict[str, StepFunction]:
@@ -245,7 +246,8 @@ def analyze_call(function: str, shards_default: int, /, *args: AnalyzeArgument,
     table, params = _arguments(step, args, kwargs)
     fields = {f.name: f for f in table.fields}
     roles = {attribute: name for name, (_, attribute) in step.from_input.items()}
-    time_name = _column_name(params, roles["time"], fields)
+    time_name = (_table_column(step, step.sql.time, fields) if step.sql.time
+                 else _column_name(params, roles["time"], fields))
     time_unit = (load(f"windowkit.spark.{step.sql.time_unit}")(table=table, **params)
                  if step.sql.time_unit else params.get(roles.get("time_unit", "")))
     clock = EventTime(None, *time_kind(fields[time_name].dataType, time_name, time_unit))
@@ -378,6 +380,16 @@ def _python_value(value: Any) -> Any:
     return [_python_value(v) for v in value] if isinstance(value, list | tuple) else value
 
 
+def _table_column(step: StepFunction, name: str, fields: dict) -> str:
+    """The column ``name`` the function reads from its table, or the error naming the table
+    parameter."""
+    if name not in fields:
+        msg = (f"`{step.roles[0][0]}` must have a `{name}` column; the table has "
+               f"{', '.join(fields)}")
+        raise ValueError(msg)
+    return name
+
+
 def _column_name(params: dict, parameter: str, fields: dict) -> str:
     name = params[parameter]
     if not isinstance(name, str) or name not in fields:
@@ -492,7 +504,7 @@ class _TableFunction:
             v for v in (*args, *kwargs.values()) if isinstance(v, Row))
         detail = row[-1]
         if detail is not None and row[1] is None:
-            return [self._rejected(detail, row)]
+            return self._rejected(detail, row)
         key = row[0]
         self.keys.append(key)
         self.times.append(row[1])
@@ -508,7 +520,7 @@ class _TableFunction:
         for i in self.codes:
             if self.values[i][-1] is None:
                 self.values[i][-1] = -1
-        return [self._rejected(detail, row)]
+        return self._rejected(detail, row)
 
     def terminate(self) -> Iterator[tuple]:
         if not self.times:
@@ -552,13 +564,17 @@ class _TableFunction:
         for key, rest in zip(keys, zip(*values, strict=True), strict=True):
             yield (*key, *rest)
 
-    def _rejected(self, detail: str, row: Row) -> tuple:
+    def _rejected(self, detail: str, row: Row) -> list[tuple]:
+        """A rejected row's output row; none if the output has no ``rejected`` column (a
+        function over rows another one made, which dropped what it rejected)."""
+        if not any(name == REJECTED for name, _, _ in self.plan.columns):
+            return []
         width = max(len(self.plan.keys), 1) if self.plan.keyed else 0
         # a rejected row keeps the shard it was routed to (0 if the rows' ranks pick it)
         shard = None if self.plan.sites is None else row[self.width - 1] or 0
-        return (*[None] * width, *[detail if name == DETAIL_OUT else "malformed"
-                                   if name == REJECTED else shard if source == SHARD_OUT
-                                   else None for name, source, _ in self.plan.columns])
+        return [(*[None] * width, *[detail if name == DETAIL_OUT else "malformed"
+                                    if name == REJECTED else shard if source == SHARD_OUT
+                                    else None for name, source, _ in self.plan.columns])]
 
 
 def _values(part: pd.DataFrame, source: Any) -> Any:

@@ -10,6 +10,8 @@ from windowkit.technique import TIMED, SqlSignature, StepFunction, StreamExample
 _SNAPSHOTS = ("windowed_count_min",)
 #: The module declaring windowed_count_min's SQL table function.
 _SQL = "countmin.snapshots"
+#: ... and heavy_hitters'.
+_QUERIES = "countmin.queries"
 
 
 def check_count_min(params: dict[str, Any]) -> None:
@@ -65,7 +67,8 @@ def report_example(run: Any) -> None:
 TECHNIQUE = Technique(
     name="countmin",
     question="how often did an item occur in the recent window, in small space?",
-    core=("windowkit.core.sketches", "windowkit.core.sketches.operator"),
+    core=("windowkit.core.sketches", "windowkit.core.sketches.operator",
+          "windowkit.core.sketches.coordinator"),
     functions=(
         StepFunction("windowed_count_min", "countmin", split="split_rejected", reason="rejected",
                      from_input=TIMED, columns=("item", "time", "by"),
@@ -80,7 +83,12 @@ TECHNIQUE = Technique(
                      roles=(("snapshots", "input"), ("candidates", "candidates")),
                      batch_only=True, columns=("item",), column_role="candidates",
                      input_from=_SNAPSHOTS, check=check_heavy_hitters,
-                     report="countmin:heavy_hitters_section"),
+                     report="countmin:heavy_hitters_section",
+                     sql=SqlSignature(f"{_QUERIES}:heavy_hitters_operator",
+                                      f"{_QUERIES}:heavy_hitters_inputs",
+                                      f"{_QUERIES}:heavy_hitters_columns",
+                                      valid=f"{_QUERIES}:heavy_hitters_valid", time="time",
+                                      time_unit=f"{_QUERIES}:heavy_hitters_time_unit")),
         StepFunction("estimate_frequency", "countmin",
                      roles=(("sketch", "input"), ("items", "items")), batch_only=True,
                      columns=("item",), column_role="items", input_from=_SNAPSHOTS),

@@ -52,6 +52,7 @@ from windowkit.core.sketches import (
     SimpleWindowCM,
     SplitterWindowCM,
 )
+from windowkit.core.sketches.coordinator import HeavyHittersOperator
 from windowkit.core.sketches.operator import WindowedCountMinOperator
 from windowkit.core.widening import EpisodeDetector, WindowWidening
 
@@ -216,6 +217,20 @@ def _sketch(cls: type, **params: Any) -> Callable[[], Any]:
     return lambda: cls(16, depth=2, width=8, **params)
 
 
+def _snapshot_rows() -> pd.DataFrame:
+    """Three shards' snapshots of their items (:data:`ITEM_ROWS`' keys as shards, its items
+    as keys 0 to 3), one per row at the row's time, every sketch hashing alike."""
+    shards, keys = {"a": 0, "b": 1, "c": 2}, {"x": 0, "y": 1, "z": 2, "w": 3}
+    rows, sketches = [], {}
+    for seq, (time, key, item) in enumerate(ITEM_ROWS[["time", "key", "item"]].itertuples(
+            index=False)):
+        sketch = sketches.setdefault(shards[key], CountMin(2, 8, seed=1))
+        sketch.update([keys[item]])
+        rows.append((time, shards[key], seq, sketch.to_bytes(), time - 30, time + 1))
+    return pd.DataFrame(rows, columns=["time", "shard", "seq", "sketch", "window_start",
+                                       "window_end"])
+
+
 #: The example of each registered stateful class, by format tag.
 EXAMPLES: dict[str, Example] = {
     "RUNNER": _runner_example(),
@@ -240,6 +255,8 @@ EXAMPLES: dict[str, Example] = {
     "CMOPERAT": operator_example(lambda: WindowedCountMinOperator(
         SimpleWindowCM(10, depth=2, width=8), snapshot_every=7), ITEM_ROWS[["time", "item"]],
         settled=lambda out: out.loc[out.n_seen % 7 == 0, ["n_seen", "time", "sketch"]]),
+    "CMHEAVYH": operator_example(lambda: HeavyHittersOperator(np.arange(5), phi=0.2),
+                                 _snapshot_rows()),
     "PERSOPR": operator_example(lambda: PersistentItemsOperator(
         alpha=0.5, epsilon=0.2, window=4, slot_length=10), ITEM_ROWS[["time", "item"]]),
     "PERSEXOP": operator_example(lambda: ExactPersistentItemsOperator(

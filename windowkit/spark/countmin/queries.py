@@ -20,15 +20,21 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from windowkit.core.hashing import spark_xxhash64
 from windowkit.core.sketches import CountMin
 from windowkit.core.sketches._hashing import spark_multipliers
-from windowkit.core.sketches.count_min import estimate_counts
+from windowkit.core.sketches.coordinator import (
+    CANDIDATE,
+    HeavyHittersOperator,
+    heavy_hitters_of_view,
+)
 from windowkit.core.validation import check_in_range
 from windowkit.spark.adapter import REJECTED
-from windowkit.spark.columns import ColumnLike, quoted, resolve_column
+from windowkit.spark.columns import ColumnLike, quoted, quoted_name, resolve_column
 from windowkit.spark.countmin.merge import require_batch
 from windowkit.spark.countmin.sites import ITEM_KEY, SHARD, item_key
 from windowkit.spark.countmin.snapshots import SNAPSHOT_COLUMNS, latest_snapshots
+from windowkit.spark.event_time import EventTime, time_kind
 
 #: Coordinator states replayed by one Spark group of :func:`heavy_hitters` (at least; twice the
 #: shards when there are more, so that a range's starting matrices never outnumber its own).
@@ -308,6 +314,114 @@ def heavy_hitters(
                       "estimate", "window_count", "threshold")
 
 
+# ------------------------------------------------------------------ the SQL table function
+def heavy_hitters_operator(*, candidates: object, phi: float, latest: bool = False,
+                           **_: object) -> functools.partial:
+    """The operator of :func:`heavy_hitters`' SQL table function, from its parameters
+    (keywords; the others are ignored), checked as the function checks them: the DistCM
+    coordinator replaying the snapshots (see
+    :class:`~windowkit.core.sketches.coordinator.HeavyHittersOperator`), the candidates a list
+    of texts or integers, keyed as :func:`item_key` keys them in the JVM.
+
+    Examples
+    --------
+    >>> heavy_hitters_operator(candidates=["a", "b", "a"], phi=0.1)().keys.size
+    2
+    >>> heavy_hitters_operator(candidates=[1.5], phi=0.1)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: `candidates` must be an array of texts or of integers in SQL; got [1.5]
+    """
+    check_in_range("phi", phi, 0, 1, low_open=True)
+    values = _sql_candidates(candidates)
+    keys = [spark_xxhash64(v) for v in values]
+    return functools.partial(HeavyHittersOperator, keys, phi, latest)
+
+
+def _sql_candidates(candidates: object) -> list:
+    """The distinct non-null candidates of a SQL call, in their order; all texts or all
+    integers (the types a list of them becomes a column of)."""
+    values = list(dict.fromkeys(v for v in candidates if v is not None)) if isinstance(
+        candidates, list) else None
+    kinds = {str if isinstance(v, str) else int if isinstance(v, int)
+             and not isinstance(v, bool) else None for v in values or []}
+    if not values or len(kinds) != 1 or None in kinds:
+        msg = (f"`candidates` must be an array of texts or of integers in SQL; got "
+               f"{candidates!r}")
+        raise ValueError(msg)
+    return values
+
+
+def heavy_hitters_time_unit(*, table: T.StructType, **_: object) -> str | None:
+    """The unit :func:`heavy_hitters`' SQL table function reads the snapshots' ``time`` in:
+    an integer one (a position, or a time in its own unit) is carried as it is.
+
+    Examples
+    --------
+    >>> heavy_hitters_time_unit(table=T.StructType.fromDDL("time long"))
+    'us'
+    """
+    return "us" if isinstance(table["time"].dataType, T.IntegralType) else None
+
+
+def heavy_hitters_inputs(operator: object, *, table: T.StructType, **_: object
+                         ) -> dict[str, str]:
+    """The snapshot columns :func:`heavy_hitters`' SQL table function reads, the window's
+    bounds in µs as its ``time`` is read.
+
+    Examples
+    --------
+    >>> table = T.StructType.fromDDL("shard int, seq long, n_seen long, time long, "
+    ...                              "window_start long, window_end long, sketch binary")
+    >>> heavy_hitters_inputs(None, table=table)["window_start"]
+    'CAST(`window_start` AS BIGINT)'
+    """
+    missing = [c for c in SNAPSHOT_COLUMNS if c not in table.names]
+    if missing:
+        msg = (f"`snapshots` must be windowed_count_min's output; the table lacks "
+               f"{', '.join(missing)}")
+        raise ValueError(msg)
+    unit = heavy_hitters_time_unit(table=table)
+    bounds = {name: EventTime(None, *time_kind(table[name].dataType, name, unit)).micros_sql(
+        quoted_name(name)) for name in ("window_start", "window_end")}
+    return {SHARD: SHARD, "seq": "seq", "sketch": "sketch", **bounds}
+
+
+def heavy_hitters_valid(operator: object, micros: str, columns: dict[str, str]) -> str:
+    """The snapshots :func:`heavy_hitters` replays: those with a sketch (a rejected row of
+    :func:`windowed_count_min` has none).
+
+    Examples
+    --------
+    >>> heavy_hitters_valid(None, "t", {"sketch": "s"})
+    '(s) IS NOT NULL'
+    """
+    return f"({columns['sketch']}) IS NOT NULL"
+
+
+def heavy_hitters_columns(operator: HeavyHittersOperator, *, candidates: object,
+                          item: object = "item", **_: object) -> list:
+    """:func:`heavy_hitters`' columns for its SQL table function: the item under ``item``'s
+    name, of the candidates' type.
+
+    Examples
+    --------
+    >>> op = heavy_hitters_operator(candidates=["a"], phi=0.1)()
+    >>> [c if isinstance(c, str) else c[0] for c in heavy_hitters_columns(
+    ...     op, candidates=["a"], item="dst")]  # doctest: +NORMALIZE_WHITESPACE
+    ['view', 'time', 'window_start', 'window_end', 'shard', 'dst', 'estimate',
+     'window_count', 'threshold']
+    """
+    if not isinstance(item, str):
+        msg = f"`item` must be a column name (it names the output's item column); got {item!r}"
+        raise ValueError(msg)
+    values = np.array(_sql_candidates(candidates), dtype=object)
+    kind = T.StringType() if isinstance(values[0], str) else T.LongType()
+    return ["view", "time", "window_start", "window_end", (SHARD, SHARD, T.IntegerType()),
+            (item, lambda part: values[part[CANDIDATE].to_numpy()], kind), "estimate",
+            "window_count", "threshold"]
+
+
 def replay_groups(snapshots: DataFrame, keys: DataFrame, *, latest: bool = False
                   ) -> tuple[DataFrame, DataFrame]:
     """The rows each replay group of :func:`heavy_hitters` gets, and each view's time.
@@ -395,14 +509,11 @@ def _replay_range(pdf: pd.DataFrame, phi: float, latest: bool) -> pd.DataFrame:
         current[int(r.shard)] = np.asarray(cm.counts, dtype=np.float64)
         if latest and pos < len(own) - 1:
             continue
-        total = np.sum(list(current.values()), axis=0)
-        window_count = float(total.sum(axis=1).mean())
-        threshold = phi * window_count
-        est = estimate_counts(total, cols)
-        hit = (est >= threshold) & (est > 0)
+        hit, estimates, window_count, threshold = heavy_hitters_of_view(
+            list(current.values()), cols, phi)
         out.append(pd.DataFrame({
             "view": 0 if latest else int(r.wk_order) - 1, "wk_order": int(r.wk_order),
-            "shard": int(r.shard), ITEM_KEY: keys[hit], "estimate": est[hit],
+            "shard": int(r.shard), ITEM_KEY: keys[hit], "estimate": estimates,
             "window_count": window_count, "threshold": threshold,
         }))
     if not out:

@@ -94,8 +94,10 @@ def windowed_count_min(
         ``unit="samples"``: the order of the items: an integer sequence number (without
         ``time_unit``; the window is the positions ``(P - N, P]`` below the largest one ``P``,
         i.e. the last ``N`` items when the numbers are consecutive), or an event time
-        (timestamp, timestamp string, or integer with ``time_unit``; batch only: rows are
-        ranked by it in one partition); without it (batch only), the input's order.
+        (timestamp, timestamp string, or integer with ``time_unit``; batch only: the
+        counted rows are ranked by it in one partition, rows at one time in an order of
+        their contents, so the input's order never changes the result); without it (batch
+        only), the input's order.
         ``unit="ticks"``: the event time (required), ticks are ``time // tick``.
     window : int
         ``N``, the window in samples (``unit="samples"``) or ticks (``unit="ticks"``).
