@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from tests.session_kinds import SQL_COUNT_MIN_CALLS, T0, sql_flows
+from windowkit.spark.countmin.queries import RANGE_VIEWS
 
 pytestmark = pytest.mark.spark
 
@@ -177,12 +178,12 @@ def same_heavy_hitters(sql, frame) -> None:
 
 
 #: Snapshot streams of ``flows`` the heavy hitters are tested on: one snapshot per site, a
-#: time-based sketch snapshotting every 5 rows (views of several replay ranges), Splitter
-#: over the ranks of a time.
+#: time-based sketch snapshotting every row (more views than one replay range of the
+#: DataFrame function holds), Splitter over the ranks of a time.
 HEAVY_SNAPSHOTS = {
     "final": {"time": "seq", "window": 40, "algorithm": "perfect", "shards": 3},
-    "ticks_every_5": {"time": "time", "window": 9, "unit": "ticks", "tick": "10 seconds",
-                      "algorithm": "simple", "shards": 2, "snapshot_every": 5},
+    "ticks_every_row": {"time": "time", "window": 9, "unit": "ticks", "tick": "10 seconds",
+                        "algorithm": "simple", "shards": 2, "snapshot_every": 1},
     "splitter": {"time": "time", "window": 50, "algorithm": "splitter",
                  "snapshot_every": 30},
 }
@@ -198,6 +199,8 @@ def test_heavy_hitters_gives_the_dataframe_functions_views_issue37(spark, regist
 
     snaps = windowed_count_min(sql_flows(spark), "dst", **HEAVY_SNAPSHOTS[snapshots])
     snaps.createOrReplaceTempView("snaps")
+    if snapshots == "ticks_every_row":
+        assert snaps.filter("sketch IS NOT NULL").count() > RANGE_VIEWS
     candidates = [f"d{i}" for i in range(20)] + ["never"]
     listed = ", ".join(f"'{c}'" for c in candidates)
     sql = spark.sql(f"""SELECT * FROM windowkit_heavy_hitters(TABLE(snaps),
