@@ -101,6 +101,31 @@ def test_rows_at_one_time_are_ranked_alike_whatever_the_inputs_order_issue37(spa
                 np.testing.assert_array_equal(mine, theirs)
 
 
+def test_ranked_positions_are_the_counted_rows_in_time_order_issue37(spark):
+    """With a timestamp's ranks, the counted rows (a time and an item) take the positions
+    0, 1, ... in time order, and no other row takes one."""
+    from windowkit.spark.countmin import POSITION_MICROS, count_min_sites
+
+    rows = tied_rows(spark) + [("d1", None, 1000)]
+    df = spark.createDataFrame(rows, "dst string, time timestamp, n long").repartition(3)
+    sites = count_min_sites(df, "dst", "time", shards=3).toPandas()
+    counted = sites["dst"].notna() & sites["time"].notna()
+    assert sites.loc[~counted, "position"].isna().all()
+    ranked = sites[counted].sort_values("position")
+    assert ranked["position"].tolist() == [POSITION_MICROS * i for i in range(counted.sum())]
+    assert ranked["time"].is_monotonic_increasing
+    assert (ranked["shard"] == np.arange(len(ranked)) % 3).all()
+
+
+def test_rows_differing_only_in_where_their_nulls_are_hash_apart_issue37(spark):
+    """Spark's hash skips a null: the order of rows at one time must not."""
+    from windowkit.spark.columns import row_hash_sql
+
+    df = spark.createDataFrame([("a", None), (None, "a"), (None, None)], "x string, y string")
+    hashes = [r[0] for r in df.selectExpr(row_hash_sql(df.schema)).collect()]
+    assert len(set(hashes)) == 3
+
+
 def test_the_sql_call_ranks_rows_at_one_time_as_the_dataframe_function_issue37(spark,
                                                                              registered):
     from windowkit.spark import windowed_count_min

@@ -110,19 +110,22 @@ def quoted_name(name: str) -> str:
 
 
 def row_hash_sql(schema: T.StructType) -> str:
-    """SQL text of a ``long`` hash of a row's contents (``xxhash64`` of its columns; a column
-    Spark cannot hash, such as a map, by its JSON text): an order of rows that is the same
-    whatever the input's order, partitioning or surface (a DataFrame, or a SQL table
-    function's ``TABLE``), for rows a function must take in some fixed order.
+    """SQL text of a ``long`` hash of a row's contents (``xxhash64`` of its columns, a column
+    Spark cannot hash, such as a map, by its JSON text, and which of them are null, since
+    Spark's hash skips a null): an order of rows that is the same whatever the input's order,
+    partitioning or surface (a DataFrame, or a SQL table function's ``TABLE``), for rows a
+    function must take in some fixed order.
 
     Examples
     --------
-    >>> row_hash_sql(T.StructType.fromDDL("a long, `b c` map<string, int>"))
-    "xxhash64(`a`, to_json(named_struct('v', `b c`)))"
+    >>> row_hash_sql(T.StructType.fromDDL("m map<string, int>"))
+    "xxhash64(to_json(named_struct('v', `m`)), concat(if(`m` IS NULL, '1', '0')))"
     """
-    parts = [f"to_json(named_struct('v', {quoted_name(f.name)}))"
-             if _unhashable(f.dataType) else quoted_name(f.name) for f in schema.fields]
-    return f"xxhash64({', '.join(parts)})"
+    names = [quoted_name(f.name) for f in schema.fields]
+    parts = [f"to_json(named_struct('v', {name}))" if _unhashable(f.dataType) else name
+             for name, f in zip(names, schema.fields, strict=True)]
+    nulls = ", ".join(f"if({name} IS NULL, '1', '0')" for name in names)
+    return f"xxhash64({', '.join(parts)}, concat({nulls}))"
 
 
 def _unhashable(dtype: T.DataType) -> bool:

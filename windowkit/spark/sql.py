@@ -22,11 +22,11 @@ malformed) and for the partitioning: rows are hashed into ``shards`` groups, one
 each, as the adapter's shards, by what the operator routes by (the key, or an input of its
 own), or all go to one instance (the global key, or an operator that ends with the input:
 one instance's last row is then the input's); one instance per key would cost Python a call
-per key. A function that picks each row's shard itself (a Count-Min site) declares how
-(:class:`Sites`): the shard is then a column of the projection, and an instance runs one
-operator per shard, as the adapter does; where the operator's time is a row's rank in time
-order, one instance takes every row, ordered by time and then by a hash of the row's
-contents. A call therefore takes no ``PARTITION BY`` of its own. What differs between
+per key. A function that picks each row's shard itself declares how (:class:`Sites`): the
+shard is then a column of the projection, and one instance takes every row and runs one
+operator per shard, as the adapter does (ordered by time and then by a hash of the row's
+contents where the operator's time is a row's rank in time order). A call therefore takes
+no ``PARTITION BY`` of its own. What differs between
 functions is declared, not written here: the signature's inputs (parameters, SQL defaults, or
 a function of the operator and the table), its row check, and its output columns (operator
 columns, renamed, or computed from the operator's output).
@@ -151,7 +151,7 @@ def _table_function(function: str, shards: int) -> type:
 class Sites:
     """Where the rows of a function that picks each row's shard itself go (a
     :class:`~windowkit.technique.SqlSignature`'s ``sites``), as one SQL call runs them: one
-    operator per shard, as the adapter runs them.
+    instance takes every row and runs one operator per shard, as the adapter runs them.
 
     Attributes
     ----------
@@ -271,18 +271,17 @@ def analyze_call(function: str, shards_default: int, /, *args: AnalyzeArgument,
     keyed = KEY in dict(operator.output_schema)
     schema = _output_schema(keys, fields, columns, clock, keyed)
     plan = Plan(factory, inputs, keys, clock, columns, keyed, sites, operator.ends_with_input)
-    if sites is not None and sites.ranked is not None:
+    if sites is not None:
         # ranks need every row, in time order, rows at the same time in a fixed order
-        order = [OrderingColumn(select[1].name), OrderingColumn(row_hash_sql(table))]
+        order = ([OrderingColumn(select[1].name), OrderingColumn(row_hash_sql(table))]
+                 if sites.ranked is not None else [])
         return PlannedCall(schema=schema, withSinglePartition=True, orderBy=order,
                            select=select, plan=plan)
     routed = _routed_by(operator, select, key_text if keys else None)
     if routed is None:
         return PlannedCall(schema=schema, withSinglePartition=True, select=select, plan=plan)
-    partition = (f"pmod(hash({routed}), {shards})" if sites is None
-                 else next(c.name for c in select if c.alias == _SHARD_COLUMN))
     return PlannedCall(schema=schema, select=select, plan=plan,
-                       partitionBy=[PartitioningColumn(partition)])
+                       partitionBy=[PartitioningColumn(f"pmod(hash({routed}), {shards})")])
 
 
 def _input_texts(step: StepFunction, params: dict, operator: Any, table: T.StructType

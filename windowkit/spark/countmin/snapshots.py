@@ -29,7 +29,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from windowkit.core.durations import FIRST_TIMESTAMP, LAST_TIMESTAMP
+from windowkit.core.durations import FIRST_TIMESTAMP, LAST_TIMESTAMP, to_micros
 from windowkit.core.sketches.operator import (
     DEFAULT_DELTA,
     DEFAULT_EPSILON,
@@ -162,7 +162,7 @@ def windowed_count_min(
     factory = count_min_operator(window=window, unit=unit, tick=tick, algorithm=algorithm,
                                  epsilon=epsilon, delta=delta, snapshot_every=snapshot_every,
                                  seed=seed, tau=tau, mu=mu)  # validates before any job
-    tick_micros = factory().tick_micros
+    tick_micros = POSITION_MICROS if unit == "samples" else to_micros(tick, "tick")
     shards = check_int("shards", DEFAULT_SHARDS if shards is None else shards, 1)
     prepared, key, site = _prepare(df, item, time, by, shards, unit, time_unit)
     item_col = F.col(item) if isinstance(item, str) else item
