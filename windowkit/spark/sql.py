@@ -547,10 +547,9 @@ class _TableFunction:
         if self.plan.sites is None:
             yield None, rows
             return
-        places = np.arange(len(self.shards))
-        shards = np.array([place % self.plan.sites.shards if shard is None else shard
-                           for place, shard in zip(places, self.shards, strict=True)],
-                          dtype=np.int64)
+        given = pd.array(self.shards, dtype="Int64")
+        ranks = np.arange(len(given), dtype=np.int64) % self.plan.sites.shards
+        shards = np.where(given.isna(), ranks, given.to_numpy(dtype=np.int64, na_value=0))
         for shard in np.unique(shards):
             yield int(shard), rows.take(np.flatnonzero(shards == shard))
 

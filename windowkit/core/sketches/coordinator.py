@@ -71,6 +71,7 @@ class HeavyHittersOperator(StreamOperator):
         # (time, window_start, window_end, shard) of the latest snapshot
         self.last: tuple[int, int, int, int] | None = None
         self._counts: dict[int, np.ndarray] = {}
+        self._cells: np.ndarray | None = None
 
     @property
     def input_schema(self) -> list[tuple[str, str]]:
@@ -111,10 +112,8 @@ class HeavyHittersOperator(StreamOperator):
 
     def _view(self, view: int) -> pd.DataFrame:
         """The heavy hitters of the view the current sketches make."""
-        config = CountMin.from_bytes(self.current[self.last[3]]).config
         hit, estimates, window_count, threshold = heavy_hitters_of_view(
-            [self._matrix(shard) for shard in self.current], config.columns(self.keys),
-            self.phi)
+            [self._matrix(shard) for shard in self.current], self._columns(), self.phi)
         time, start, end, shard = self.last
         return pd.DataFrame({
             "view": view, "time": time, "window_start": start, "window_end": end,
@@ -124,9 +123,17 @@ class HeavyHittersOperator(StreamOperator):
 
     def _matrix(self, shard: int) -> np.ndarray:
         if shard not in self._counts:
-            counts = CountMin.from_bytes(self.current[shard]).counts
-            self._counts[shard] = np.asarray(counts, dtype=np.float64)
+            sketch = CountMin.from_bytes(self.current[shard])
+            self._counts[shard] = np.asarray(sketch.counts, dtype=np.float64)
+            if self._cells is None:  # every shard's sketch hashes alike
+                self._cells = sketch.config.columns(self.keys)
         return self._counts[shard]
+
+    def _columns(self) -> np.ndarray:
+        """The candidates' columns in the sketches, found once."""
+        if self._cells is None:
+            self._matrix(self.last[3])
+        return self._cells
 
     def to_bytes(self) -> bytes:
         """Serialize the parameters, the view count and every shard's latest sketch."""

@@ -176,8 +176,8 @@ def _prepare(
                    "position in the stream: pass an integer sequence column as `time` (without "
                    "`time_unit`), or use unit='ticks'")
             raise ValueError(msg)
-        # The rank of the counted rows in time order, ties in the order of their contents:
-        # one sort of all rows in one partition.
+        # The rank of the counted rows in time order, ties in the order of a hash of their
+        # contents: one sort of all rows in one partition.
         counted = F.when((F.col(item) if isinstance(item, str) else item).isNotNull(), micros)
         order = Window.orderBy(F.col(_MICROS).asc_nulls_last(), F.col(_MID))
         df = (df.withColumns({_MID: F.expr(row_hash_sql(df.schema)), _MICROS: counted})
