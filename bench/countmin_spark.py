@@ -18,7 +18,12 @@ order (Splitter's) ships every row to its site's task (the same round robin rout
 per site) and into Python, where they are only counted. "every row's site counted in the
 JVM": the aggregation the mergeable variants start with (each site's rows and the last step,
 the site being every row's position modulo the shards), before only the rows of the last
-windows are sketched.
+windows are sketched. The two "proportional's passes in SQL" rows are the same two passes
+written in Spark SQL with nothing of windowkit's (the summary, then ``count_min_sketch`` per site
+and block of the last blocks, collected; no merge): as two actions with the first position a
+literal (the shape of an eager function), and as one plan with the summary a scalar subquery
+(the shape of a lazy one, which windowkit's functions are: no Spark job before the caller's
+action). Their difference is what Spark itself charges for the lazy shape.
 The peer is Spark's ``count_min_sketch(item, eps, confidence, seed)`` aggregate (the SQL face of
 ``DataFrameStatFunctions.countMinSketch``) on the same DataFrame, JVM sketches per partition
 merged by the aggregation, no window; Spark sizes it ``ceil(2 / eps)`` wide, 2000 columns, so it
@@ -50,6 +55,8 @@ EPSILON, DELTA, WINDOW, SHARDS = 0.001, 1 / 16, 1_000_000, 2
 SHUFFLED = "DistCM proportional, rows not in time order"
 FLOOR = "floor: rows shuffled to sites, no sketch"
 SITES_FLOOR = "floor: every row's site counted in the JVM"
+EAGER_FLOOR = "floor: proportional's passes in SQL, 2 actions"
+LAZY_FLOOR = "floor: proportional's passes in SQL, 1 lazy plan"
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -135,6 +142,56 @@ def time_sites_floor(spark, path: str) -> float:
     return elapsed
 
 
+def _floor_sql(view: str) -> tuple[str, str, str, int, int]:
+    """The SQL of Proportional's two passes without windowkit or Python: the summary (the
+    last position and every site's rows), and the parts (``count_min_sketch`` per site and
+    block of the last blocks, the plan's own aggregate and arguments) from a first position
+    ``{first}``, that first position from a summary ``{summary}``, the blocks' width in
+    positions and the blocks before the last that count."""
+    from windowkit.spark.countmin.snapshots import count_min_operator
+    from windowkit.spark.mergeable import merge_plan_of
+
+    plan = merge_plan_of(count_min_operator(window=WINDOW, algorithm="proportional",
+                                            epsilon=EPSILON, delta=DELTA)())
+    name, _, arguments = plan.aggregate
+    width = plan.span * plan.tick // 1000  # positions: one millisecond each
+    call = ", ".join(["item", *[f"{a!r}D" if isinstance(a, float) else str(a)
+                                for a in arguments]])
+    counts = ", ".join(f"count_if(pmod(t, {SHARDS}) = {s}) AS c{s}" for s in range(SHARDS))
+    summary = f"SELECT struct(max(t) AS e, {counts}) AS s FROM {view}"
+    parts = (f"SELECT CAST(pmod(t, {SHARDS}) AS INT) AS site, t div {width} AS block, "
+             f"{name}({call}) AS part, max(t) AS last FROM {view} WHERE t >= {{first}} "
+             "GROUP BY 1, 2")
+    first = f"((({{summary}}).e div {width}) - {plan.lag}) * {width}"
+    return summary, parts, first, width, plan.lag
+
+
+def time_sql_floor(spark, path: str, lazy: bool) -> tuple[float, list]:
+    """Proportional's two passes (see :func:`_floor_sql`) with nothing of windowkit's: run as
+    two actions with the first position a literal (``lazy`` False: the eager shape), or as one
+    plan with the summary a scalar subquery (the lazy shape windowkit's functions have: no
+    Spark job before the caller's action). The few block sketches are collected; merging them
+    is not timed. Returns the seconds and the parts (the two shapes must agree)."""
+    view = "wk_bench_floor"
+    spark.read.parquet(path).createOrReplaceTempView(view)
+    summary, parts, first, width, lag = _floor_sql(view)
+    start = time.perf_counter()
+    if lazy:
+        # Spark pushes a comparison of a column with a scalar subquery into the Parquet
+        # scan (not with an expression of one, nor with a field of one it merged with
+        # another): the first position is a subquery over one row holding the summary's
+        bound = first.format(summary=f"({summary})")
+        query = (f"SELECT p.*, ({summary}) AS summary FROM "
+                 f"({parts.format(first=f'(SELECT {bound} FROM range(1))')}) p")
+        rows = spark.sql(query).collect()
+    else:
+        row = spark.sql(summary).first()
+        literal = (row["s"]["e"] // width - lag) * width
+        rows = spark.sql(parts.format(first=literal)).collect()
+    elapsed = time.perf_counter() - start
+    return elapsed, sorted((r["site"], r["block"], bytes(r["part"])) for r in rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
@@ -156,12 +213,17 @@ def main() -> None:
         cases.append((SHUFFLED, "proportional", None))
         cases.append((FLOOR, "floor", None))
         cases.append((SITES_FLOOR, "sites", None))
+        cases.append((EAGER_FLOOR, "eager", None))
+        cases.append((LAZY_FLOOR, "lazy", None))
         # warm-up: JVM, Python workers, numba caches (not timed)
         time_spark_cms(spark, path)
         for algorithm in ("splitter", "proportional", "simple"):
             time_distcm(spark, path, algorithm, None)
         time_distcm(spark, shuffled, "proportional", None)
+        time_sql_floor(spark, path, lazy=False)
+        time_sql_floor(spark, path, lazy=True)
         seconds: dict[str, list[float]] = {name: [] for name, _, _ in cases}
+        parts: dict[str, list] = {}
         for _ in range(args.runs):
             for name, algorithm, every in cases:
                 if algorithm is None:
@@ -170,22 +232,28 @@ def main() -> None:
                     seconds[name].append(time_ordered_floor(spark, path))
                 elif algorithm == "sites":
                     seconds[name].append(time_sites_floor(spark, path))
+                elif algorithm in ("eager", "lazy"):
+                    elapsed, parts[algorithm] = time_sql_floor(spark, path,
+                                                               algorithm == "lazy")
+                    seconds[name].append(elapsed)
                 else:
                     source = shuffled if name == SHUFFLED else path
                     seconds[name].append(time_distcm(spark, source, algorithm, every))
                 print(f"  {name}: {seconds[name][-1]:.2f} s", flush=True)
     spark.stop()
+    # the two shapes of the floor are one job: the same block sketches, byte for byte
+    assert parts["eager"] == parts["lazy"], "the floor's eager and lazy parts differ"
 
     peer = args.rows / statistics.median(seconds[cases[0][0]])
     print(f"\nSpark DistCM throughput: {args.rows:,} rows, Zipf(1) over 1M ids, eps={EPSILON} "
           f"delta=1/16, global window N={WINDOW:,}, {SHARDS} shards, local[2]; median of "
           f"{args.runs} runs; load average {os.getloadavg()[0]:.1f}")
-    print(f"{'job':42s} {'median s':>9s} {'M rows/s':>9s} {'x Spark CMS':>12s}")
+    print(f"{'job':50s} {'median s':>9s} {'M rows/s':>9s} {'x Spark CMS':>12s}")
     rows = []
     for name, algorithm, every in cases:
         med = statistics.median(seconds[name])
         rate = args.rows / med
-        print(f"{name:42s} {med:9.2f} {rate / 1e6:9.2f} {rate / peer:12.2f}")
+        print(f"{name:50s} {med:9.2f} {rate / 1e6:9.2f} {rate / peer:12.2f}")
         rows.append({"job": name, "algorithm": algorithm, "snapshot_every": every,
                      "seconds": seconds[name], "median_s": med, "rows_per_s": rate,
                      "ratio_to_spark_cms": rate / peer})
