@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
+from windowkit.core.ordering import time_order
 from windowkit.core.registry import lookup, name_of_old_path, register
 from windowkit.core.serialization import (
     StateFormatError,
@@ -285,10 +286,13 @@ class EventTimeRunner:
                 return self.operator.empty_output()
             released = self._buffer[ready]
             self._buffer = _drop_unused_categories(self._buffer[~ready].reset_index(drop=True))
-        times = released[TIME].to_numpy()
-        in_order = self.operator.ORDERS_ROWS_ITSELF or np.all(times[1:] >= times[:-1])
-        if not in_order:
-            released = released.iloc[np.argsort(times, kind="stable")]
+        if not self.operator.ORDERS_ROWS_ITSELF:
+            # rows at one time by their contents: their arrival order depends on the input's
+            # partitioning and files, and the operator's result must not
+            order = time_order(released[TIME].to_numpy(),
+                               [released[name] for name in released.columns if name != TIME])
+            if order is not None:
+                released = released.iloc[order]
         return self.operator.process(released.reset_index(drop=True))
 
     def to_bytes(self) -> bytes:
