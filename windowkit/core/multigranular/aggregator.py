@@ -348,7 +348,8 @@ class MultiGranularAggregator(ChainOperator):
 
     FORMAT_TAG = "MGRAGGR"
     FORMAT_VERSION = 2  # 2: distinct counts (their sketches and parameters)
-    # rows out of time order are sorted by key and time at once (key_time_order)
+    # rows out of time order are sorted by key and time at once, a key's rows at one time by
+    # their values (key_time_order)
     ORDERS_ROWS_ITSELF = True
 
     def __init__(
