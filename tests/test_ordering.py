@@ -55,20 +55,23 @@ def _float_key(v: float) -> tuple:
 
 @st.composite
 def tied_rows(draw):
-    """Rows at few times, with floats (signed zeros, NaN, infinities), text (None among
-    it) and a categorical whose categories come in an order of their own."""
+    """Rows at few times, with floats (signed zeros, NaN, infinities), integers too wide to
+    pack beside another column, text (None among it) and a categorical whose categories come
+    in an order of their own."""
     n = draw(st.integers(0, 120))
     time = np.array(draw(st.lists(st.integers(0, 6), min_size=n, max_size=n)), dtype=np.int64)
     if draw(st.booleans()):
         time = np.sort(time)
     floats = st.sampled_from([0.0, -0.0, 1.5, -2.0, np.nan, np.inf, -np.inf])
     value = np.array(draw(st.lists(floats, min_size=n, max_size=n)), dtype=np.float64)
+    wide = np.array(draw(st.lists(st.sampled_from([-(2**63), -1, 0, 2**63 - 1]), min_size=n,
+                                  max_size=n)), dtype=np.int64)
     text = np.array(draw(st.lists(st.sampled_from(["a", "b", "a\x00c", None]), min_size=n,
                                   max_size=n)), dtype=object)
     names = ["x", "y", "z"]
     category = draw(st.lists(st.sampled_from(names), min_size=n, max_size=n))
     categories = draw(st.permutations(names))
-    return time, value, text, pd.Categorical(category, categories=categories)
+    return time, value, wide, text, pd.Categorical(category, categories=categories)
 
 
 def _contents(order, n, *columns) -> list[tuple]:
@@ -81,13 +84,13 @@ def _contents(order, n, *columns) -> list[tuple]:
 def test_time_order_orders_tied_rows_by_their_contents_whatever_their_arrival(case, random):
     """Against Python's sort of the rows' values; the same rows shuffled, with their
     categorical's categories in another order, come out the same."""
-    time, value, text, category = case
+    time, value, wide, text, category = case
     n = len(time)
-    expected = sorted(range(n), key=lambda i: (time[i], _float_key(value[i]),
+    expected = sorted(range(n), key=lambda i: (time[i], _float_key(value[i]), int(wide[i]),
                                                (text[i] is not None, text[i] or ""),
                                                str(category[i])))
-    columns = (time, value, text, np.asarray(category, dtype=object))
-    got = time_order(time, [value, text, category])
+    columns = (time, value, wide, text, np.asarray(category, dtype=object))
+    got = time_order(time, [value, wide, text, category])
     assert _contents(got, n, *columns) == _contents(np.array(expected, dtype=np.int64), n,
                                                     *columns)
     if got is None:
@@ -95,7 +98,7 @@ def test_time_order_orders_tied_rows_by_their_contents_whatever_their_arrival(ca
     shuffle = np.array(random.sample(range(n), n), dtype=np.int64)
     other = pd.Categorical(np.asarray(category, dtype=object)[shuffle],
                            categories=list(category.categories)[::-1])
-    again = time_order(time[shuffle], [value[shuffle], text[shuffle], other])
+    again = time_order(time[shuffle], [value[shuffle], wide[shuffle], text[shuffle], other])
     again = shuffle if again is None else shuffle[again]
     assert _contents(again, n, *columns) == _contents(got, n, *columns)
 
