@@ -78,9 +78,8 @@ def break_ties(order: np.ndarray | None, tied: np.ndarray, columns: list[Column]
         return order
     at, run = _tied_rows(tied)
     rows = at if order is None else order[at]
-    ranks = [rank(column, rows) for column in columns]
     order = np.arange(n) if order is None else order.copy()
-    order[at] = rows[_sort_runs(run, ranks)]
+    order[at] = rows[_sort_runs(run, list(columns), rows)]
     return order
 
 
@@ -93,26 +92,29 @@ def _tied_rows(tied: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return at, np.concatenate([[0], np.cumsum(~tied)])[at]
 
 
-def _sort_runs(run: np.ndarray, ranks: list[np.ndarray]) -> np.ndarray:
-    """A stable order of rows by ``run`` (non-decreasing, from 0), then ``ranks`` (integers).
+def _sort_runs(run: np.ndarray, columns: list[Column], rows: np.ndarray) -> np.ndarray:
+    """A stable order of ``rows`` by ``run`` (non-decreasing, from 0), then the ranks of
+    ``columns`` at ``rows``.
 
     The run and as many ranks as fit go into one int64, sorted at once (several times faster
-    than ``lexsort``, and the rows come nearly sorted); only rows still tied then are sorted
-    by the other ranks. A rank too wide to pack (a float's bits) is sorted by ``lexsort``.
+    than ``lexsort``, and the rows come nearly sorted); only rows still tied then are ranked
+    and sorted by the other columns. A rank too wide to pack beside the run (a float's bits)
+    is sorted by ``lexsort``.
     """
     key, span, used = run, int(run[-1]) + 1, 0
-    for r in ranks:
-        low, width = int(r.min()), int(r.max()) - int(r.min()) + 1
+    for column in columns:
+        ranks = rank(column, rows)
+        low, width = int(ranks.min()), int(ranks.max()) - int(ranks.min()) + 1
         if span * width >= 2**63:
             break
-        key, span, used = key * np.int64(width) + (r - low), span * width, used + 1
+        key, span, used = key * np.int64(width) + (ranks - low), span * width, used + 1
     if used:
         order = np.argsort(key, kind="stable")
         sorted_keys = [key[order]]
     else:  # the first rank does not fit beside the run
-        order, used = np.lexsort((ranks[0], run)), 1
-        sorted_keys = [run[order], ranks[0][order]]
-    rest = ranks[used:]
+        order, used = np.lexsort((ranks, run)), 1
+        sorted_keys = [run[order], ranks[order]]
+    rest = columns[used:]
     if not rest:
         return order
     tied = np.ones(len(order) - 1, dtype=bool)
@@ -122,7 +124,7 @@ def _sort_runs(run: np.ndarray, ranks: list[np.ndarray]) -> np.ndarray:
         return order
     at, sub_run = _tied_rows(tied)
     within = order[at]
-    order[at] = within[_sort_runs(sub_run, [r[within] for r in rest])]
+    order[at] = within[_sort_runs(sub_run, rest, rows[within])]
     return order
 
 
