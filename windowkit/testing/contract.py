@@ -4,7 +4,8 @@
 trips, split invariance with a bytes round trip between the parts, disorder within the
 watermark, rows tied at one time in any arrival order, merge laws, corrupt bytes refused or
 harmless) over every class :func:`windowkit.core.registry.state_classes` finds, with the
-example registered here under the class's format tag. A registered class without an example fails the suite.
+example registered here under the class's format tag. A registered class without an example
+fails the suite.
 
 Examples
 --------
