@@ -337,6 +337,21 @@ def count_min_stream(spark, folder):
                                          shards=2, snapshot_every=50), folder)
 
 
+@case
+def count_min_ties_batch(spark, folder):
+    """Five rows at each instant, repartitioned as each kind of session reads them; a periodic
+    snapshot cuts through an instant's rows, which a site takes in an order of their contents,
+    so the snapshots are the same bytes."""
+    from windowkit.spark import windowed_count_min
+
+    rng = np.random.default_rng(13)
+    rows = [(f"d{int(rng.integers(0, 9))}", T0 + 10 * (i // 5) * SECOND) for i in range(200)]
+    df = spark.createDataFrame(rows, "dst string, time timestamp").repartition(3)
+    return windowed_count_min(df, "dst", "time", window=6, unit="ticks", tick="10 seconds",
+                              epsilon=0.05, algorithm="splitter", shards=2,
+                              snapshot_every=3).toPandas()
+
+
 # ------------------------------------------------------------------------ persistent items
 @case
 def persistent_batch(spark, folder):

@@ -1,7 +1,8 @@
 """The contract between core operators and the engines that drive them.
 
-A :class:`StreamOperator` consumes batches of rows that are already in event-time order and
-carries its state between batches. :class:`EventTimeRunner` puts any operator behind an
+A :class:`StreamOperator` consumes batches of rows that are already in event-time order (rows at
+one time in an order of their contents, :mod:`windowkit.core.ordering`) and carries its state
+between batches. :class:`EventTimeRunner` puts any operator behind an
 event-time buffer: it holds rows until the watermark passes them, releases them in time order,
 counts and returns rows that arrive behind the watermark, and serializes operator and buffer
 together. The Spark adapter (``windowkit.spark.adapter``) only moves bytes and rows in and out of
@@ -17,6 +18,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
+from windowkit.core.ordering import time_order
 from windowkit.core.registry import lookup, name_of_old_path, register
 from windowkit.core.serialization import (
     StateFormatError,
@@ -57,8 +59,10 @@ class StreamOperator(ABC):
 
     FORMAT_TAG: ClassVar[str]
     #: True if :meth:`process` takes rows in any order and orders them as it needs itself
-    #: (e.g. each key's rows by time, stably), with the output it gives them in time order;
-    #: the runner then skips its time sort of all rows, which such an operator would undo.
+    #: (e.g. each key's rows by time), with the output it gives them in time order; the
+    #: runner then skips its time sort of all rows, which such an operator would undo. Such
+    #: an operator orders rows at one time by their contents itself (or does not depend on
+    #: their order), e.g. with :func:`windowkit.core.ordering.key_time_order`.
     ORDERS_ROWS_ITSELF: ClassVar[bool] = False
     #: True if the state and the output are a union of independent per-key parts: a key's
     #: output depends only on its own rows and the watermarks (and the operator's state
@@ -130,7 +134,8 @@ class StreamOperator(ABC):
 
     @abstractmethod
     def process(self, batch: pd.DataFrame) -> pd.DataFrame:
-        """Consume rows sorted by ``time`` (ties in arrival order); return new output rows.
+        """Consume rows sorted by ``time``, rows at one time by their other input columns
+        (:func:`windowkit.core.ordering.time_order`); return new output rows.
 
         With ``ORDERS_ROWS_ITSELF`` the rows may come in any order.
         """
@@ -198,7 +203,11 @@ class EventTimeRunner:
     """Drive a :class:`StreamOperator` from unordered batches and a watermark.
 
     Rows with ``time`` later than the watermark wait in a buffer; when the watermark passes
-    them they are released to the operator sorted by time (stably, so ties keep arrival order).
+    them they are released to the operator sorted by time, and rows at one time by their other
+    columns (values, keys, items: :func:`~windowkit.core.ordering.time_order`), so that the
+    operator sees one order whatever the order the rows arrived in (which on Spark follows
+    the input's partitioning and files). An operator that ``ORDERS_ROWS_ITSELF`` gets them
+    as they are.
     A row whose time is at or before a watermark already applied is *late*: it is never given
     to the operator (that would reorder the stream), but returned to the caller and counted.
 
@@ -285,10 +294,13 @@ class EventTimeRunner:
                 return self.operator.empty_output()
             released = self._buffer[ready]
             self._buffer = _drop_unused_categories(self._buffer[~ready].reset_index(drop=True))
-        times = released[TIME].to_numpy()
-        in_order = self.operator.ORDERS_ROWS_ITSELF or np.all(times[1:] >= times[:-1])
-        if not in_order:
-            released = released.iloc[np.argsort(times, kind="stable")]
+        if not self.operator.ORDERS_ROWS_ITSELF:
+            # rows at one time by their contents: their arrival order depends on the input's
+            # partitioning and files, and the operator's result must not
+            order = time_order(released[TIME].to_numpy(),
+                               [released[name] for name in released.columns if name != TIME])
+            if order is not None:
+                released = released.iloc[order]
         return self.operator.process(released.reset_index(drop=True))
 
     def to_bytes(self) -> bytes:

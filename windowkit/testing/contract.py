@@ -2,9 +2,10 @@
 
 ``tests/test_contract.py`` runs the checks every stateful class keeps (bytes and pickle round
 trips, split invariance with a bytes round trip between the parts, disorder within the
-watermark, merge laws, corrupt bytes refused or harmless) over every class
-:func:`windowkit.core.registry.state_classes` finds, with the example registered here under the
-class's format tag. A registered class without an example fails the suite.
+watermark, rows tied at one time in any arrival order, merge laws, corrupt bytes refused or
+harmless) over every class :func:`windowkit.core.registry.state_classes` finds, with the
+example registered here under the class's format tag. A registered class without an example
+fails the suite.
 
 Examples
 --------
@@ -109,7 +110,8 @@ class Example:
 
 
 def _rows(n: int, seed: int, **columns: Callable[[np.random.Generator, int], Any]) -> pd.DataFrame:
-    """``n`` rows at distinct increasing times (ties would make arrival order matter)."""
+    """``n`` rows at distinct increasing times (the contract suite makes ties of its own, to
+    check that their arrival order does not matter)."""
     rng = np.random.default_rng(seed)
     time = np.cumsum(rng.integers(1, 4, size=n)).astype(np.int64)
     return pd.DataFrame({"time": time, **{name: make(rng, n) for name, make in columns.items()}})

@@ -81,7 +81,7 @@ from windowkit.core.frames.framing import (
 )
 from windowkit.core.key_index import KeyIndex
 from windowkit.core.operator import KEY, TIME, StreamOperator
-from windowkit.core.ordering import factorize_keys
+from windowkit.core.ordering import factorize_keys, float_rank
 from windowkit.core.registry import lookup, name_of_old_path, register, registered_name
 from windowkit.core.serialization import StateFormatError, pack_state, unpack_state
 
@@ -413,7 +413,7 @@ class SequenceFramer(StreamOperator):
         slot = self._state.slots(uniques)[codes]
         truth = getattr(self.framing, "truth_valued", False)
         slot, time, value, interleaved = _order_rows(
-            slot, time, value, len(self._state.keys), _truth_rank if truth else _value_rank)
+            slot, time, value, len(self._state.keys), _truth_rank if truth else float_rank)
         if self.spec.duplicates != "keep":
             slot, time, value = _one_report_per_tie(slot, time, value, self.spec.duplicates)
         self._check_backwards(slot, time)
@@ -816,18 +816,13 @@ class _Outputs:
         return out.reset_index(drop=True)
 
 
-def _value_rank(value: np.ndarray) -> np.ndarray:
-    """Order of tied rows of a framing of values: by value, missing last."""
-    return np.where(np.isfinite(value), value, np.inf)
-
-
 def _truth_rank(value: np.ndarray) -> np.ndarray:
     """Order of tied rows of truth values: unsatisfied (0), missing (1), satisfying (2)."""
     return np.where(np.isfinite(value), np.where(value > 0, 2, 0), 1).astype(np.int8)
 
 
 def _order_rows(slot: np.ndarray, time: np.ndarray, value: np.ndarray, n_slots: int,
-                tie_rank: Any = _value_rank) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+                tie_rank: Any = float_rank) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     """``(slot, time, value, interleaved)``: the rows as the framing loop takes them.
 
     The loop keeps each key's state apart, so it needs each key's rows in strict time order,

@@ -348,7 +348,8 @@ class MultiGranularAggregator(ChainOperator):
 
     FORMAT_TAG = "MGRAGGR"
     FORMAT_VERSION = 2  # 2: distinct counts (their sketches and parameters)
-    # rows out of time order are sorted by key and time at once (key_time_order)
+    # rows out of time order are sorted by key and time at once, a key's rows at one time by
+    # their values (key_time_order)
     ORDERS_ROWS_ITSELF = True
 
     def __init__(
@@ -453,7 +454,11 @@ class MultiGranularAggregator(ChainOperator):
         codes, uniques = factorize_keys(keys)
         slot = st.slots(uniques)[codes]
         frontier = int(time.max()) - 1
-        order = key_time_order(slot, time)
+        # a key's rows at one time by what the fold reads of them: a float sum in another
+        # order is another float
+        read = ([batch[c] for c in CELL_COLUMNS if c in batch] if CELL_COLUMNS[0] in batch
+                else [batch[VALUE]])
+        order = key_time_order(slot, time, read)
         if order is not None:
             slot, time = slot[order], time[order]
         if self._sketches is not None:
