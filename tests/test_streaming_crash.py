@@ -182,3 +182,17 @@ def test_kill_9_of_a_busy_python_worker_is_retried_with_the_same_rows(input_dir,
     assert proc.returncode == 0, err
     for out, rows in expected.items():
         pd.testing.assert_frame_equal(output_rows(killed, out), rows)
+
+
+def test_only_the_first_task_waits_to_be_killed(tmp_path, monkeypatch):
+    # The claim used to be the pid file's temporary name, renamed away once written: the next
+    # task (the other shard's, or the killed one's retry) claimed again and slept WAIT_S, and
+    # the kill tests above took minutes.
+    from windowkit.spark import kill_hooks
+
+    slept = []
+    monkeypatch.setenv(WORKER_MARKER_ENV, str(tmp_path))
+    monkeypatch.setattr(kill_hooks.time, "sleep", slept.append)
+    assert [kill_hooks.wait_to_be_killed() for _ in range(3)] == [True, False, False]
+    assert slept == [kill_hooks.WAIT_S]
+    assert (tmp_path / "pid").read_text() == str(os.getpid())

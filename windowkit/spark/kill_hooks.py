@@ -32,13 +32,15 @@ def wait_to_be_killed() -> bool:
     folder = os.environ.get(WORKER_MARKER_ENV)
     if not folder:
         return False
-    path = os.path.join(folder, "pid")
+    # The claim is a file that stays: a claim renamed into the pid file would let the next
+    # task (the other shard's, the retry) claim again and wait its WAIT_S out.
     try:
-        fd = os.open(path + ".tmp", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        os.close(os.open(os.path.join(folder, "claimed"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except FileExistsError:  # another task took the part, or this is the retry
         return False
-    os.write(fd, str(os.getpid()).encode())
-    os.close(fd)
+    path = os.path.join(folder, "pid")
+    with open(path + ".tmp", "w") as fh:
+        fh.write(str(os.getpid()))
     os.rename(path + ".tmp", path)  # the test reads a whole pid or none
     time.sleep(WAIT_S)
     return True
