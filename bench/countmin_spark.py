@@ -149,14 +149,13 @@ def _floor_sql(view: str) -> tuple[str, str, str, int, int]:
     ``{first}``, that first position from a summary ``{summary}``, the blocks' width in
     positions and the blocks before the last that count."""
     from windowkit.spark.countmin.snapshots import count_min_operator
-    from windowkit.spark.mergeable import merge_plan_of
+    from windowkit.spark.mergeable import _sql_literal, merge_plan_of
 
     plan = merge_plan_of(count_min_operator(window=WINDOW, algorithm="proportional",
                                             epsilon=EPSILON, delta=DELTA)())
     name, _, arguments = plan.aggregate
     width = plan.span * plan.tick // 1000  # positions: one millisecond each
-    call = ", ".join(["item", *[f"{a!r}D" if isinstance(a, float) else str(a)
-                                for a in arguments]])
+    call = ", ".join(["item", *[_sql_literal(a) for a in arguments]])
     counts = ", ".join(f"count_if(pmod(t, {SHARDS}) = {s}) AS c{s}" for s in range(SHARDS))
     summary = f"SELECT struct(max(t) AS e, {counts}) AS s FROM {view}"
     parts = (f"SELECT CAST(pmod(t, {SHARDS}) AS INT) AS site, t div {width} AS block, "

@@ -123,16 +123,16 @@ class HeavyHittersOperator(StreamOperator):
 
     def _matrix(self, shard: int) -> np.ndarray:
         if shard not in self._counts:
-            sketch = CountMin.from_bytes(self.current[shard])
-            self._counts[shard] = np.asarray(sketch.counts, dtype=np.float64)
-            if self._cells is None:  # every shard's sketch hashes alike
-                self._cells = sketch.config.columns(self.keys)
+            counts = CountMin.from_bytes(self.current[shard]).counts
+            self._counts[shard] = np.asarray(counts, dtype=np.float64)
         return self._counts[shard]
 
     def _columns(self) -> np.ndarray:
-        """The candidates' columns in the sketches, found once."""
+        """The candidates' columns in the sketches, found once (every shard's sketch hashes
+        alike)."""
         if self._cells is None:
-            self._matrix(self.last[3])
+            config = CountMin.from_bytes(self.current[self.last[3]]).config
+            self._cells = config.columns(self.keys)
         return self._cells
 
     def to_bytes(self) -> bytes:

@@ -100,16 +100,7 @@ def make_operator(
                        f"got algorithm={algorithm!r}")
                 raise ValueError(msg)
             params[name] = value
-    if unit == "ticks":
-        if tick is None:
-            msg = "`tick` is required with unit='ticks' (e.g. tick='1 second')"
-            raise ValueError(msg)
-        tick_micros = to_micros(tick, "tick")
-    elif tick is not None:
-        msg = f"`tick` is only for unit='ticks'; got tick={tick!r} with unit={unit!r}"
-        raise ValueError(msg)
-    else:
-        tick_micros = POSITION_MICROS  # one tick per position of the global stream
+    tick_micros = step_micros(unit, tick)
     # Spark's hash family: Simple's and Proportional's matrices are built in the JVM by Spark's
     # count_min_sketch on a batch, and every sketch of a job must hash alike to merge
     sketch = ALGORITHMS[algorithm].from_error(epsilon, delta, window=window, seed=seed,
@@ -117,3 +108,21 @@ def make_operator(
     return WindowedCountMinOperator(sketch, snapshot_every, tick_micros, end_time)
 
 
+def step_micros(unit: str, tick: str | int | None) -> int:
+    """The µs of one step of a site's clock: ``tick`` for ``unit="ticks"`` (required there,
+    refused otherwise), :data:`POSITION_MICROS` for a position of the global stream.
+
+    Examples
+    --------
+    >>> step_micros("ticks", "1 second"), step_micros("samples", None)
+    (1000000, 1000)
+    """
+    if unit == "ticks":
+        if tick is None:
+            msg = "`tick` is required with unit='ticks' (e.g. tick='1 second')"
+            raise ValueError(msg)
+        return to_micros(tick, "tick")
+    if tick is not None:
+        msg = f"`tick` is only for unit='ticks'; got tick={tick!r} with unit={unit!r}"
+        raise ValueError(msg)
+    return POSITION_MICROS  # one tick per position of the global stream

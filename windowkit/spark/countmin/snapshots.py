@@ -29,7 +29,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from windowkit.core.durations import FIRST_TIMESTAMP, LAST_TIMESTAMP, to_micros
+from windowkit.core.durations import FIRST_TIMESTAMP, LAST_TIMESTAMP
 from windowkit.core.sketches.operator import (
     DEFAULT_DELTA,
     DEFAULT_EPSILON,
@@ -38,7 +38,7 @@ from windowkit.core.sketches.operator import (
 from windowkit.core.validation import check_int
 from windowkit.spark.adapter import DETAIL_OUT, REJECTED, SHARD_OUT, OperatorJob, run_operator
 from windowkit.spark.columns import quoted_name
-from windowkit.spark.countmin.operator import Algorithm, make_operator
+from windowkit.spark.countmin.operator import Algorithm, make_operator, step_micros
 from windowkit.spark.countmin.sites import (
     _POS,
     DEFAULT_SHARDS,
@@ -162,7 +162,7 @@ def windowed_count_min(
     factory = count_min_operator(window=window, unit=unit, tick=tick, algorithm=algorithm,
                                  epsilon=epsilon, delta=delta, snapshot_every=snapshot_every,
                                  seed=seed, tau=tau, mu=mu)  # validates before any job
-    tick_micros = POSITION_MICROS if unit == "samples" else to_micros(tick, "tick")
+    tick_micros = step_micros(unit, tick)
     shards = check_int("shards", DEFAULT_SHARDS if shards is None else shards, 1)
     prepared, key, site = _prepare(df, item, time, by, shards, unit, time_unit)
     item_col = F.col(item) if isinstance(item, str) else item
