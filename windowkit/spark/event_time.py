@@ -107,6 +107,20 @@ class EventTime:
         """
         return self.kind == "integer" or (self.kind == "instant" and not self.string)
 
+    @property
+    def first_value_exact(self) -> bool:
+        """Whether :meth:`first_value` is exact: ``column >= first_value(m)`` holds for the
+        rows whose time is at least ``m`` and no other (nanoseconds near the end of the long
+        range have no bound that exact).
+
+        Examples
+        --------
+        >>> df = spark.createDataFrame([(1,)], "t long")
+        >>> event_time(df, "t", "s").first_value_exact, event_time(df, "t", "ns").first_value_exact
+        (True, False)
+        """
+        return self.comparable and self.unit != "ns"
+
     def at_least(self, micros: int) -> Column | None:
         """A predicate on the column itself, true for every row whose time is at least
         ``micros``, that Spark can push into a file scan (Parquet skips the row groups whose

@@ -65,9 +65,6 @@ _LONG_MIN = -(2**63)
 #: Up to this many shards, the summary counts each shard's rows by a condition in one global
 #: aggregation; beyond, by a group by shard (a plan of thousands of conditions is slow to build).
 _COUNTED_BY_CONDITION = 64
-#: Up to this many last blocks, a row's block is found by comparing its time with their first
-#: times (two comparisons a block, where the block number costs four divisions).
-_BRANCHES_AT_MOST = 2
 _PART_SCHEMA = T.StructType([T.StructField(_SITE, T.IntegerType()),
                              T.StructField(_BLOCK, T.LongType()),
                              T.StructField(_PART, T.BinaryType()),
@@ -219,7 +216,7 @@ def run_merged(
     sent = T.StructType([*operator_fields, T.StructField(SHARD_OUT, T.IntegerType()),
                          T.StructField(REJECTED, T.StringType()),
                          T.StructField(DETAIL_OUT, T.StringType())])
-    finished = gathered.select("*", summary.alias(_SUMMARY)).mapInArrow(
+    finished = gathered.select("*", summary.scalar().alias(_SUMMARY)).mapInArrow(
         functools.partial(_finish_shards, factory, sent), sent)
     malformed_rows = rows.filter(f"`{TIME}` IS NULL").select(
         F.col(_SITE).alias(SHARD_OUT), F.lit("malformed").alias(REJECTED),
@@ -228,10 +225,10 @@ def run_merged(
     return finished.unionByName(malformed_rows, allowMissingColumns=True)
 
 
-def _summary(good: DataFrame, plan: MergePlan, shards: int) -> Column:
-    """The input's last time, its block and every shard's rows: one scalar subquery, run once
-    before the plan's other jobs; it reads only what decides whether a row counts, its time
-    and its shard, in a code-generated aggregation."""
+def _summary(good: DataFrame, plan: MergePlan, shards: int) -> DataFrame:
+    """One row, ``wk_summary``: the input's last time, its block and every shard's rows. Used
+    as scalar subqueries, run once before the plan's other jobs; it reads only what decides
+    whether a row counts, its time and its shard, in a code-generated aggregation."""
     # SQL text: one expression costs one call to the JVM, where pyspark's functions cost one
     # or more each
     if shards <= _COUNTED_BY_CONDITION:
@@ -246,59 +243,43 @@ def _summary(good: DataFrame, plan: MergePlan, shards: int) -> Column:
         last, per_shard = f"max({_END})", f"collect_list(struct({_SITE}, {_ROWS}))"
     return totals.agg(F.expr(
         f"struct({last} AS {_END}, {block_of(last, plan)} AS {_BLOCK}, "
-        f"{per_shard} AS {_ROWS})")).scalar()
+        f"{per_shard} AS {_ROWS}) AS {_SUMMARY}"))
 
 
-def _recent(good: DataFrame, plan: MergePlan, summary: Column, clock: EventTime) -> DataFrame:
+def _recent(good: DataFrame, plan: MergePlan, summary: DataFrame,
+            clock: EventTime) -> DataFrame:
     """The rows of the last ``lag + 1`` blocks, with their block.
 
-    Spark plans every copy of the subquery in an expression on its own (it runs identical
-    ones once), and a filter pushed below a projection copies the projection's expressions:
-    so the subquery is written once in each filter and once in a projection (an aggregate's
-    arguments may not hold it: Spark counts it non-deterministic when the input's positions
-    are). Where the time column can be compared as it is, the rows are first kept from the
-    last blocks' first time on by a filter Spark pushes into a Parquet scan (it skips the row
-    groups before).
+    The rows are kept from the last blocks' first time on by a filter that compares a column
+    with a scalar subquery of ``summary`` (the one-row summary): where the time column can be
+    compared as it is, that column, so that Spark pushes the filter into a Parquet scan (it
+    skips the row groups before). Spark optimizes every copy of a subquery on its own, so
+    there is one copy here, and a row's block is then found from its time alone.
     """
     width = plan.tick * plan.span
-    starts_in_clock = width <= -_LONG_MIN - 1
-    recent = good
-    if starts_in_clock:
-        first_block = F.try_subtract(summary.getField(_BLOCK), F.lit(plan.lag))
-        start = F.coalesce(F.try_multiply(first_block, F.lit(width)), F.lit(_LONG_MIN))
-        if _RAW in good.columns:
-            # a pushed filter compares a column with a literal or a scalar subquery, nothing
-            # else
-            first = good.sparkSession.range(1).select(clock.first_value(start)).scalar()
-            recent = recent.filter(F.col(_RAW) >= first)
-        recent = recent.filter(F.col(TIME) >= start)
-    kept = [c for c in good.columns if c not in (_DETAIL, _RAW)]
-    ended = recent.select(*kept, summary.getField(_BLOCK).alias(_END))
-    blocked = ended.select(*kept, _recent_block(plan, _END).alias(_BLOCK))
-    # from the first block's start on, every row has a block
-    return blocked if starts_in_clock else blocked.filter(f"{_BLOCK} IS NOT NULL")
+    if width > -_LONG_MIN - 1:
+        # blocks wider than the clock: the last ones are told apart by their numbers only
+        end = summary.select(F.col(_SUMMARY).getField(_BLOCK)).scalar()
+        blocked = good.select(*_kept(good), F.expr(block_of(f"`{TIME}`", plan)).alias(_BLOCK))
+        return blocked.filter(F.col(_BLOCK) >= end - F.lit(plan.lag))
+    first_block = F.try_subtract(F.col(_SUMMARY).getField(_BLOCK), F.lit(plan.lag))
+    start = F.coalesce(F.try_multiply(first_block, F.lit(width)), F.lit(_LONG_MIN))
+    # With no row counted, no first time and no recent row. The filter also keeps Spark from
+    # merging this subquery with the summary's other into a struct, which no scan filters by;
+    # it reads every field, so that Spark keeps the summary's aggregation whole and runs it once
+    # for both.
+    counted = summary.filter(f"{_SUMMARY}.{_END} IS NOT NULL AND size({_SUMMARY}.{_ROWS}) > 0")
+    if clock.first_value_exact:
+        recent = good.filter(F.col(_RAW) >= counted.select(clock.first_value(start)).scalar())
+    else:
+        recent = good.filter(F.col(TIME) >= counted.select(start).scalar())
+    # from the first block's start on, every row's block is one of the last ones
+    return recent.select(*_kept(good), F.expr(floor_div(f"`{TIME}`", width)).alias(_BLOCK))
 
 
-def _recent_block(plan: MergePlan, end_block: str) -> Column:
-    """Each row's block if it is one of the last ``lag + 1``, else null (``end_block`` names
-    the column of the last block)."""
-    width = plan.tick * plan.span
-    # Blocks wider than the clock: only numbers tell them apart. Many blocks: one branch per
-    # block below would cost as many comparisons a row, and (Perfect's window of 100 ticks
-    # is 100 blocks) generate code past the JVM's 64 KB limit, which Spark then interprets.
-    if width > -_LONG_MIN - 1 or plan.lag >= _BRANCHES_AT_MOST:
-        block = block_of(f"`{TIME}`", plan)
-        return F.expr(f"CASE WHEN try_subtract({end_block}, {block}) <= {plan.lag} "
-                      f"THEN {block} END")
-    # comparing a time with the blocks' first times costs two comparisons a row where a
-    # block number costs divisions; a block whose first time lies below the smallest long
-    # starts there
-    cases = []
-    for lag in range(plan.lag + 1):
-        block = f"try_subtract({end_block}, {lag})"
-        start = f"coalesce(try_multiply({block}, {width}), {_LONG_MIN}L)"
-        cases.append(f"WHEN `{TIME}` >= {start} THEN {block}")
-    return F.expr(f"CASE {' '.join(cases)} END")
+def _kept(good: DataFrame) -> list[str]:
+    """The columns a part is built from."""
+    return [c for c in good.columns if c not in (_DETAIL, _RAW)]
 
 
 def _aggregated_parts(recent: DataFrame, plan: MergePlan) -> DataFrame:
