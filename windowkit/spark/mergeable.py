@@ -109,6 +109,9 @@ def block_of(column: str, plan: MergePlan) -> str:
     >>> spark.sql(f"SELECT {block} AS b FROM VALUES (-1), (25000) AS v(t)").collect()
     [Row(b=-1), Row(b=2)]
     """
+    width = plan.tick * plan.span
+    if width <= -_LONG_MIN - 1:  # floor(floor(t / a) / b) is floor(t / (a b))
+        return floor_div(column, width)
     return floor_div(floor_div(column, plan.tick), plan.span)
 
 
@@ -274,7 +277,7 @@ def _recent(good: DataFrame, plan: MergePlan, summary: DataFrame,
     else:
         recent = good.filter(F.col(TIME) >= counted.select(start).scalar())
     # from the first block's start on, every row's block is one of the last ones
-    return recent.select(*_kept(good), F.expr(floor_div(f"`{TIME}`", width)).alias(_BLOCK))
+    return recent.select(*_kept(good), F.expr(block_of(f"`{TIME}`", plan)).alias(_BLOCK))
 
 
 def _kept(good: DataFrame) -> list[str]:

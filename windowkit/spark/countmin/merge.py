@@ -74,9 +74,9 @@ def merge_count_min(snapshots: DataFrame) -> DataFrame:
         "count(1) AS shards", "sum(n_seen) AS n_seen", "max(`time`) AS `time`",
         "max(window_start) AS window_start", "max(window_end) AS window_end",
         f"sort_array(collect_list(struct({SHARD}, sketch))) AS wk_sketches")])
-    summed = _merge_udf()(F.col("wk_sketches.sketch")).alias("wk_merged")
-    return (totals.filter("shards > 0").select("*", summed)
-            .select(*MERGED_COLUMNS[:5], "wk_merged.*"))
+    summed = _merge_udf()(F.col("wk_sketches.sketch"))  # (Spark calls it once for both)
+    return totals.filter("shards > 0").select(
+        *MERGED_COLUMNS[:5], *[summed.getField(name).alias(name) for name in MERGED_COLUMNS[5:]])
 
 
 @functools.lru_cache(maxsize=1)
