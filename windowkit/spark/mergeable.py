@@ -208,18 +208,20 @@ def run_merged(
     good = rows.filter(f"`{TIME}` IS NOT NULL")
     summary = _summary(good, plan, shards)
     recent = _recent(good, plan, summary, clock)
-    # Parts are few (shards x blocks): one task gathers them with the summary and finishes
-    # every shard, where a shuffle by shard and a join with the counts cost a stage each.
-    if plan.aggregate is not None:  # the aggregation's shuffle already gathers them
-        gathered = _aggregated_parts(recent, plan).coalesce(1)
-    else:  # built where the rows are read: moved, so that part building stays parallel
-        gathered = _python_parts(recent, factory).repartition(1)
+    # Parts are few (shards x blocks): one task gathers them with the summary row and
+    # finishes every shard, where a shuffle by shard and a join with the counts cost a stage
+    # each. (The summary's row is read from the aggregation the scan's filter ran.)
+    if plan.aggregate is not None:
+        parts = _aggregated_parts(recent, plan)
+    else:  # built where the rows are read, so that part building stays parallel
+        parts = _python_parts(recent, factory)
+    gathered = parts.unionByName(summary, allowMissingColumns=True).coalesce(1)
     operator_fields = [f for f in schema.fields
                        if f.name not in (SHARD_OUT, REJECTED, DETAIL_OUT)]
     sent = T.StructType([*operator_fields, T.StructField(SHARD_OUT, T.IntegerType()),
                          T.StructField(REJECTED, T.StringType()),
                          T.StructField(DETAIL_OUT, T.StringType())])
-    finished = gathered.select("*", summary.scalar().alias(_SUMMARY)).mapInArrow(
+    finished = gathered.mapInArrow(
         functools.partial(_finish_shards, factory, sent), sent)
     malformed_rows = rows.filter(f"`{TIME}` IS NULL").select(
         F.col(_SITE).alias(SHARD_OUT), F.lit("malformed").alias(REJECTED),
@@ -339,15 +341,14 @@ def _build_parts(factory: Callable[[], StreamOperator],
 def _finish_shards(factory: Callable[[], StreamOperator], sent: T.StructType,
                    batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Every shard with rows finishes its parts (none if its rows all lie before the last
-    blocks); its output rows, with the shard. The parts of every shard, each row with the
-    input's summary, are this partition's rows."""
+    blocks); its output rows, with the shard. The parts of every shard and the input's
+    summary (a row of its own) are this partition's rows."""
     rows = [row for batch in batches for row in batch.to_pylist()]
-    if not rows:
-        return
-    summary = rows[0][_SUMMARY]
+    summary = next(row[_SUMMARY] for row in rows if row[_SUMMARY] is not None)
     parts: dict[int, list] = {}
     for row in rows:
-        parts.setdefault(row[_SITE], []).append((row[_BLOCK], row[_PART], row[_LAST]))
+        if row[_SUMMARY] is None:
+            parts.setdefault(row[_SITE], []).append((row[_BLOCK], row[_PART], row[_LAST]))
     arrow_schema = _arrow_schema(sent)
     for count in sorted(summary[_ROWS], key=lambda c: c[_SITE]):
         site = count[_SITE]
