@@ -23,7 +23,10 @@ written in Spark SQL with nothing of windowkit's (the summary, then ``count_min_
 and block of the last blocks, collected; no merge): as two actions with the first position a
 literal (the shape of an eager function), and as one plan with the summary a scalar subquery
 (the shape of a lazy one, which windowkit's functions are: no Spark job before the caller's
-action). Their difference is what Spark itself charges for the lazy shape.
+action). Their difference is what Spark itself charges for the lazy shape. The last floor runs
+the lazy plan's parts through the two Python steps a lazy job has after them, as stubs: one task
+that finishes the shards (it passes the parts on) and the coordinator's merge (a Python UDF
+over the collected parts, which joins their bytes); an eager function ran both on the driver.
 The peer is Spark's ``count_min_sketch(item, eps, confidence, seed)`` aggregate (the SQL face of
 ``DataFrameStatFunctions.countMinSketch``) on the same DataFrame, JVM sketches per partition
 merged by the aggregation, no window; Spark sizes it ``ceil(2 / eps)`` wide, 2000 columns, so it
@@ -57,6 +60,7 @@ FLOOR = "floor: rows shuffled to sites, no sketch"
 SITES_FLOOR = "floor: every row's site counted in the JVM"
 EAGER_FLOOR = "floor: proportional's passes in SQL, 2 actions"
 LAZY_FLOOR = "floor: proportional's passes in SQL, 1 lazy plan"
+PYTHON_FLOOR = "floor: lazy plan + Python finish and merge stubs"
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -165,12 +169,16 @@ def _floor_sql(view: str) -> tuple[str, str, str, int, int]:
     return summary, parts, first, width, plan.lag
 
 
-def time_sql_floor(spark, path: str, lazy: bool) -> tuple[float, list]:
+def time_sql_floor(spark, path: str, lazy: bool, python_stages: bool = False
+                   ) -> tuple[float, list]:
     """Proportional's two passes (see :func:`_floor_sql`) with nothing of windowkit's: run as
     two actions with the first position a literal (``lazy`` False: the eager shape), or as one
     plan with the summary a scalar subquery (the lazy shape windowkit's functions have: no
     Spark job before the caller's action). The few block sketches are collected; merging them
-    is not timed. Returns the seconds and the parts (the two shapes must agree)."""
+    is not timed. With ``python_stages`` (lazy only), the parts then go through a Python task
+    that passes them on and a Python UDF over all of them that joins their bytes (the shape of
+    a lazy job's finish and merge, doing nothing), whose one row is collected. Returns the
+    seconds and the parts (every shape must agree)."""
     view = "wk_bench_floor"
     spark.read.parquet(path).createOrReplaceTempView(view)
     summary, parts, first, width, lag = _floor_sql(view)
@@ -182,6 +190,10 @@ def time_sql_floor(spark, path: str, lazy: bool) -> tuple[float, list]:
         bound = first.format(summary=f"({summary})")
         query = (f"SELECT p.*, ({summary}) AS summary FROM "
                  f"({parts.format(first=f'(SELECT {bound} FROM range(1))')}) p")
+        if python_stages:
+            joined = _python_stages(spark.sql(query)).first()["joined"]
+            elapsed = time.perf_counter() - start
+            return elapsed, joined
         rows = spark.sql(query).collect()
     else:
         row = spark.sql(summary).first()
@@ -189,6 +201,23 @@ def time_sql_floor(spark, path: str, lazy: bool) -> tuple[float, list]:
         rows = spark.sql(parts.format(first=literal)).collect()
     elapsed = time.perf_counter() - start
     return elapsed, sorted((r["site"], r["block"], bytes(r["part"])) for r in rows)
+
+
+def _python_stages(parts):
+    """``parts`` through a Python task that passes them on, then a Python UDF that joins the
+    bytes of all of them in (site, block) order: one row, ``joined``."""
+    from pyspark.sql import functions as F
+
+    def pass_on(batches):
+        yield from batches
+
+    @F.udf(returnType="binary")
+    def join(blobs):
+        return b"".join(blobs)
+
+    passed = parts.coalesce(1).mapInArrow(pass_on, parts.schema)
+    gathered = passed.agg(F.expr("sort_array(collect_list(struct(site, block, part))) AS p"))
+    return gathered.select(join(F.col("p.part")).alias("joined"))
 
 
 def main() -> None:
@@ -214,6 +243,7 @@ def main() -> None:
         cases.append((SITES_FLOOR, "sites", None))
         cases.append((EAGER_FLOOR, "eager", None))
         cases.append((LAZY_FLOOR, "lazy", None))
+        cases.append((PYTHON_FLOOR, "python", None))
         # warm-up: JVM, Python workers, numba caches (not timed)
         time_spark_cms(spark, path)
         for algorithm in ("splitter", "proportional", "simple"):
@@ -221,6 +251,7 @@ def main() -> None:
         time_distcm(spark, shuffled, "proportional", None)
         time_sql_floor(spark, path, lazy=False)
         time_sql_floor(spark, path, lazy=True)
+        time_sql_floor(spark, path, lazy=True, python_stages=True)
         seconds: dict[str, list[float]] = {name: [] for name, _, _ in cases}
         parts: dict[str, list] = {}
         for _ in range(args.runs):
@@ -231,9 +262,9 @@ def main() -> None:
                     seconds[name].append(time_ordered_floor(spark, path))
                 elif algorithm == "sites":
                     seconds[name].append(time_sites_floor(spark, path))
-                elif algorithm in ("eager", "lazy"):
-                    elapsed, parts[algorithm] = time_sql_floor(spark, path,
-                                                               algorithm == "lazy")
+                elif algorithm in ("eager", "lazy", "python"):
+                    elapsed, parts[algorithm] = time_sql_floor(
+                        spark, path, algorithm != "eager", python_stages=algorithm == "python")
                     seconds[name].append(elapsed)
                 else:
                     source = shuffled if name == SHUFFLED else path
@@ -242,6 +273,8 @@ def main() -> None:
     spark.stop()
     # the two shapes of the floor are one job: the same block sketches, byte for byte
     assert parts["eager"] == parts["lazy"], "the floor's eager and lazy parts differ"
+    assert parts["python"] == b"".join(part for _, _, part in parts["eager"]), (
+        "the floor's Python stages changed the parts")
 
     peer = args.rows / statistics.median(seconds[cases[0][0]])
     print(f"\nSpark DistCM throughput: {args.rows:,} rows, Zipf(1) over 1M ids, eps={EPSILON} "
