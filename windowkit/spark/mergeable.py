@@ -4,26 +4,27 @@ An operator that declares a :class:`~windowkit.core.mergeable.MergePlan` (see
 :mod:`windowkit.core.mergeable`) runs on a batch DataFrame without a shuffle of rows or a sort,
 as one lazy Spark plan:
 
-1. the input's last time, its block and every shard's rows are found in the JVM, by a scalar
-   subquery (one code-generated aggregation) that reads only the time, the shard and what
-   decides whether a row counts;
+1. the input's last time, its block and every shard's rows (the summary) are found in the
+   JVM, by one code-generated aggregation that reads only the time, the shard and what decides
+   whether a row counts;
 2. the rows of the plan's last blocks (the others are filtered out where they are read) are
    turned into one part per (shard, block): with the SQL aggregate the plan names, one
    aggregation by (shard, block) in the JVM; else by the operator's
    :meth:`~windowkit.core.mergeable.MergeableOperator.part`, per (input partition, shard), in
    Python;
-3. one task gathers the parts (a few per shard, however many rows) with the summary, and one
-   operator per shard finishes its parts
+3. one task gathers the parts (a few per shard, however many rows) and the summary's row, and
+   one operator per shard finishes its parts
    (:meth:`~windowkit.core.mergeable.MergeableOperator.finish_parts`) in Python.
 
 Rows travel only as far as the JVM's aggregation; parts and counts are all that move. Rows
 with no time or no key come out as ``rejected = "malformed"`` with the row as JSON, as in
 the adapter's other modes.
 
-Where the time column can be compared as it is (an integer with a unit, or a timestamp), the
-second pass first keeps the rows from the last blocks' first time on by comparing that column
-with a scalar subquery, which Spark pushes into a Parquet scan: the row groups before the last
-blocks are skipped where they are read, with no Spark action before the user's.
+The second pass keeps the rows from the last blocks' first time on by comparing a column with
+a scalar subquery of the summary. Where the time column can be compared as it is (an integer
+with a unit, or a timestamp), that column: Spark pushes the comparison into a Parquet scan, and
+the row groups before the last blocks are skipped where they are read, with no Spark action
+before the user's.
 """
 
 from __future__ import annotations
@@ -231,9 +232,10 @@ def run_merged(
 
 
 def _summary(good: DataFrame, plan: MergePlan, shards: int) -> DataFrame:
-    """One row, ``wk_summary``: the input's last time, its block and every shard's rows. Used
-    as scalar subqueries, run once before the plan's other jobs; it reads only what decides
-    whether a row counts, its time and its shard, in a code-generated aggregation."""
+    """One row, ``wk_summary``: the input's last time, its block and every shard's rows. It
+    reads only what decides whether a row counts, its time and its shard, in a code-generated
+    aggregation that runs once, before the plan's other jobs: for the second pass's scalar
+    subquery, and again read from its exchange for the finishing task's row."""
     # SQL text: one expression costs one call to the JVM, where pyspark's functions cost one
     # or more each
     if shards <= _COUNTED_BY_CONDITION:
@@ -269,10 +271,10 @@ def _recent(good: DataFrame, plan: MergePlan, summary: DataFrame,
         return blocked.filter(F.col(_BLOCK) >= end - F.lit(plan.lag))
     first_block = F.try_subtract(F.col(_SUMMARY).getField(_BLOCK), F.lit(plan.lag))
     start = F.coalesce(F.try_multiply(first_block, F.lit(width)), F.lit(_LONG_MIN))
-    # With no row counted, no first time and no recent row. The filter also keeps Spark from
-    # merging this subquery with the summary's other into a struct, which no scan filters by;
-    # it reads every field, so that Spark keeps the summary's aggregation whole and runs it once
-    # for both.
+    # With no row counted, no first time and no recent row. The filter reads every field of the
+    # summary, so that Spark keeps its aggregation whole (not pruned to the last time) and the
+    # finishing task's row reuses it; and no scan filters by a field of a struct, into which
+    # Spark would otherwise merge this subquery with others of the same aggregation.
     counted = summary.filter(f"{_SUMMARY}.{_END} IS NOT NULL AND size({_SUMMARY}.{_ROWS}) > 0")
     if clock.first_value_exact:
         recent = good.filter(F.col(_RAW) >= counted.select(clock.first_value(start)).scalar())
