@@ -814,18 +814,29 @@ def test_sample_windows_are_the_last_positions_up_to_the_snapshots_issue36(spark
         assert (r["window_start"], r["window_end"]) == (r["time"] - 5, r["time"] + 1)
 
 
-def test_a_long_window_finds_each_rows_block_by_number_not_by_a_branch_per_block(spark,
-                                                                                 capsys):
-    # Perfect's window of N ticks is N blocks: a CASE branch per block made the generated
-    # code of a 100-tick window outgrow the JVM's 64 KB method limit, and Spark fell back to
-    # interpreting the plan. The plan's shape is what is checked here, never its time: the
-    # same for 100 blocks as for 2.
-    from windowkit.spark.countmin import windowed_count_min
+def test_the_last_blocks_rows_and_their_blocks_cost_the_same_plan_whatever_the_lag(spark,
+                                                                                   capsys):
+    # Perfect's window of N ticks is N blocks: the rows of the last ones are kept by one
+    # comparison and each row's block is one division, however many blocks (a branch per
+    # block outgrew the JVM's 64 KB method limit at 100, and Spark then interpreted the plan).
+    # The plan's shape is what is checked here, never its time; negative times included.
+    from windowkit.core.mergeable import MergePlan
+    from windowkit.spark.event_time import event_time
+    from windowkit.spark.mergeable import _recent, _summary
 
-    df = spark.createDataFrame([(i % 3, i) for i in range(50)], "item int, t long")
-    plans = []
-    for window in (2, 100):
-        windowed_count_min(df, "item", "t", window=window, unit="ticks", tick=1000,
-                           time_unit="ms", algorithm="perfect", shards=2).explain()
-        plans.append(capsys.readouterr().out)
-    assert plans[0].count("WHEN") == plans[1].count("WHEN") > 0
+    times = [1000 * i - 50_000 for i in range(300)]
+    good = spark.createDataFrame([(i % 2, t, t) for i, t in enumerate(times)],
+                                 "wk_site int, time long, wk_raw_time long")
+    clock = event_time(good, "wk_raw_time", "us")
+    blocks = set()
+    for lag in (1, 99, 299):
+        plan = MergePlan(1000, 1, lag)
+        recent = _recent(good, plan, _summary(good, plan, 2), clock)
+        rows = recent.collect()
+        assert sorted(r.time for r in rows) == times[max(0, 299 - lag):]
+        assert all(r.wk_block == r.time // 1000 for r in rows)
+        recent.explain()
+        # the projection that finds a row's block, expression ids aside
+        line = next(x for x in capsys.readouterr().out.splitlines() if "AS wk_block" in x)
+        blocks.add(re.sub(r"#\d+L?", "", line))
+    assert len(blocks) == 1
