@@ -110,10 +110,16 @@ def block_of(column: str, plan: MergePlan) -> str:
     >>> spark.sql(f"SELECT {block} AS b FROM VALUES (-1), (25000) AS v(t)").collect()
     [Row(b=-1), Row(b=2)]
     """
-    width = plan.tick * plan.span
-    if width <= -_LONG_MIN - 1:  # floor(floor(t / a) / b) is floor(t / (a b))
+    width = _block_width(plan)
+    if width is not None:  # floor(floor(t / a) / b) is floor(t / (a b))
         return floor_div(column, width)
     return floor_div(floor_div(column, plan.tick), plan.span)
+
+
+def _block_width(plan: MergePlan) -> int | None:
+    """A block's µs, None where they do not fit a long (a block wider than the clock)."""
+    width = plan.tick * plan.span
+    return width if width <= -_LONG_MIN - 1 else None
 
 
 def run_if_mergeable(
@@ -263,12 +269,11 @@ def _recent(good: DataFrame, plan: MergePlan, summary: DataFrame,
     skips the row groups before). Spark optimizes every copy of a subquery on its own, so
     there is one copy here, and a row's block is then found from its time alone.
     """
-    width = plan.tick * plan.span
-    if width > -_LONG_MIN - 1:
+    width = _block_width(plan)
+    if width is None:
         # blocks wider than the clock: the last ones are told apart by their numbers only
         end = summary.select(F.col(_SUMMARY).getField(_BLOCK)).scalar()
-        blocked = good.select(*_kept(good), F.expr(block_of(f"`{TIME}`", plan)).alias(_BLOCK))
-        return blocked.filter(F.col(_BLOCK) >= end - F.lit(plan.lag))
+        return _with_block(good, plan).filter(F.col(_BLOCK) >= end - F.lit(plan.lag))
     first_block = F.try_subtract(F.col(_SUMMARY).getField(_BLOCK), F.lit(plan.lag))
     start = F.coalesce(F.try_multiply(first_block, F.lit(width)), F.lit(_LONG_MIN))
     # With no row counted, no first time and no recent row. The filter reads every field of the
@@ -281,12 +286,13 @@ def _recent(good: DataFrame, plan: MergePlan, summary: DataFrame,
     else:
         recent = good.filter(F.col(TIME) >= counted.select(start).scalar())
     # from the first block's start on, every row's block is one of the last ones
-    return recent.select(*_kept(good), F.expr(block_of(f"`{TIME}`", plan)).alias(_BLOCK))
+    return _with_block(recent, plan)
 
 
-def _kept(good: DataFrame) -> list[str]:
-    """The columns a part is built from."""
-    return [c for c in good.columns if c not in (_DETAIL, _RAW)]
+def _with_block(rows: DataFrame, plan: MergePlan) -> DataFrame:
+    """``rows``' columns a part is built from, and each row's block."""
+    kept = [c for c in rows.columns if c not in (_DETAIL, _RAW)]
+    return rows.select(*kept, F.expr(block_of(f"`{TIME}`", plan)).alias(_BLOCK))
 
 
 def _aggregated_parts(recent: DataFrame, plan: MergePlan) -> DataFrame:
