@@ -3,13 +3,19 @@ recompiled from pyspark.zip) and windowkit already imported (windowkit.spark.pyt
 
 from __future__ import annotations
 
+import io
 import os
+import socket
 import sys
+import types
 
 import pyspark
 
 from windowkit.spark.python_daemon import (
     PRELOADED,
+    AcknowledgedReads,
+    acknowledge_reads_at_once,
+    acknowledging_reader,
     prefer_installed_pyspark,
     preload,
     warm_numba,
@@ -58,11 +64,15 @@ def test_preload_reports_what_it_could_not_import():
 
 def test_local_workers_fork_from_the_daemon_with_windowkit_imported(spark):
     def worker_facts(batches):  # defined here: pickled by value
+        import gc
+
         import pyarrow as pa
         from numba.core.registry import cpu_target
 
         for _ in batches:
             pass
+        readers = [o for o in gc.get_objects()
+                   if type(o).__name__ == "AcknowledgedReads" and not o.closed]
         with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
             parent = f.read().replace(b"\0", b" ").decode()
         yield pa.RecordBatch.from_pydict({
@@ -70,13 +80,14 @@ def test_local_workers_fork_from_the_daemon_with_windowkit_imported(spark):
             "preloaded": [sorted(m for m in PRELOADED if m in sys.modules)],
             "archives": [[p for p in sys.path if p.endswith((".zip", ".jar"))
                           and os.path.realpath(p).startswith(home)]],
-            "numba_ready": [bool(cpu_target.typing_context._registries)]})
+            "numba_ready": [bool(cpu_target.typing_context._registries)],
+            "acknowledged_reads": [len(readers)]})
 
     home = os.path.realpath(os.path.dirname(pyspark.__file__))
     assert spark.conf.get("spark.python.daemon.module") == "windowkit.spark.python_daemon"
     rows = spark.range(4, numPartitions=2).mapInArrow(
         worker_facts, "parent string, pyspark_file string, preloaded array<string>, "
-        "archives array<string>, numba_ready boolean").collect()
+        "archives array<string>, numba_ready boolean, acknowledged_reads long").collect()
     assert len(rows) == 2
     for row in rows:
         assert "windowkit.spark.python_daemon" in row["parent"]
@@ -85,6 +96,7 @@ def test_local_workers_fork_from_the_daemon_with_windowkit_imported(spark):
         assert row["preloaded"] == sorted(PRELOADED)
         assert row["archives"] == []
         assert row["numba_ready"]  # set up in the daemon, before the worker's first kernel
+        assert row["acknowledged_reads"] == 1  # its task, from the JVM
 
 
 def test_stateful_streaming_workers_share_the_daemon_of_the_other_workers(spark, tmp_path):
@@ -122,3 +134,70 @@ def test_stateful_streaming_workers_share_the_daemon_of_the_other_workers(spark,
     mapped = spark.range(4, numPartitions=2).mapInArrow(map_facts, "daemon long").collect()
     assert stateful and {r["simplified"] for r in stateful} == {"1"}
     assert {r["daemon"] for r in stateful} == {r["daemon"] for r in mapped}
+
+
+def _tcp_pair():
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        sender = socket.create_connection(listener.getsockname())
+        return sender, listener.accept()[0]
+
+
+def test_an_acknowledging_reader_reads_what_was_sent_however_it_is_cut():
+    sender, receiver = _tcp_pair()
+    payload = os.urandom(3 * 65536 + 17)
+    reader = acknowledging_reader(os.dup(receiver.fileno()), 65536)
+    receiver.close()
+    assert isinstance(reader.raw, AcknowledgedReads)
+    for start in range(0, len(payload), 1000):  # many small writes, as the JVM's
+        sender.sendall(payload[start:start + 1000])
+    sender.close()
+    got = [reader.read(4), reader.read(70000), reader.read(1), reader.read()]
+    assert b"".join(got) == payload
+    assert reader.read() == b""
+    reader.close()
+    assert reader.raw.closed
+
+
+def test_only_a_tcp_socket_gets_an_acknowledging_reader_and_other_ends_stay_open():
+    read_end, write_end = os.pipe()
+    unix_a, unix_b = socket.socketpair(socket.AF_UNIX)
+    try:
+        assert acknowledging_reader(read_end) is None
+        assert acknowledging_reader(unix_a.fileno()) is None
+        os.write(write_end, b"p")
+        unix_b.sendall(b"u")
+        assert os.read(read_end, 1) == b"p"  # still open, still ours
+        assert unix_a.recv(1) == b"u"
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+        unix_a.close()
+        unix_b.close()
+
+
+def test_the_daemons_view_of_os_changes_only_how_a_tcp_socket_is_read():
+    daemon = types.ModuleType("daemon")
+    daemon.os = os
+    acknowledge_reads_at_once(daemon)
+    assert daemon.os.dup is os.dup and daemon.os.environ is os.environ
+    sender, receiver = _tcp_pair()
+    read_end, write_end = os.pipe()
+    files = [daemon.os.fdopen(os.dup(receiver.fileno()), "rb", 4096),
+             daemon.os.fdopen(os.dup(receiver.fileno()), "wb", 4096),
+             daemon.os.fdopen(read_end, "rb", 4)]
+    try:
+        assert isinstance(files[0].raw, AcknowledgedReads)
+        assert not isinstance(files[1], io.BufferedReader)
+        assert not isinstance(files[2].raw, AcknowledgedReads)
+        files[1].write(b"back")
+        files[1].flush()
+        assert sender.recv(4) == b"back"
+        sender.sendall(b"there")
+        os.write(write_end, b"in")
+        assert files[0].read(5) == b"there" and files[2].read(2) == b"in"
+    finally:
+        for f in files:
+            f.close()
+        for end in (sender, receiver):
+            end.close()
+        os.close(write_end)
