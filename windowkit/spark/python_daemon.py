@@ -129,7 +129,7 @@ class AcknowledgedReads(io.RawIOBase):
     The JVM sends a task to its Python worker in several writes, and over loopback TCP each
     write after the first waited for the worker to acknowledge the one before, which Linux
     delays by up to 40 ms: a one-row ``mapInArrow`` job took 158-183 ms, 109-126 ms with this
-    reader, and 10 M rows through a worker no longer (``local[2]``, medians of 60 and 5 jobs).
+    reader, and 10 M rows through a worker no longer (``local[2]``, medians of 60 and 9 jobs).
     ``TCP_QUICKACK`` is the switch, but Linux turns it off again as it goes, so it is set
     before every read (one system call per buffer of input, 64 KB by default).
 
