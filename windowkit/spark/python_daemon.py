@@ -161,7 +161,7 @@ class AcknowledgedReads(io.RawIOBase):
         return self._sock.fileno()
 
     def readinto(self, buffer) -> int:
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+        _acknowledge_at_once(self._sock)
         return self._sock.recv_into(buffer)
 
     def close(self) -> None:
@@ -189,7 +189,7 @@ def acknowledging_reader(fd: int, buffering: int = -1) -> io.BufferedReader | No
     except OSError:  # not a socket
         return None
     try:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+        _acknowledge_at_once(sock)
     except OSError:  # a socket, but not TCP
         sock.detach()
         return None
@@ -197,7 +197,12 @@ def acknowledging_reader(fd: int, buffering: int = -1) -> io.BufferedReader | No
     return io.BufferedReader(AcknowledgedReads(sock), size)
 
 
-class _AcknowledgingOs(types.ModuleType):
+def _acknowledge_at_once(sock: socket.socket) -> None:
+    """Switch ``sock`` to quick acknowledgement; Linux leaves that mode again on its own."""
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+
+
+class _AcknowledgingOs:
     """``os`` as PySpark's daemon sees it: its ``fdopen`` gives a worker's socket an
     :class:`AcknowledgedReads` reading end; everything else is ``os`` itself."""
 
@@ -225,7 +230,7 @@ def acknowledge_reads_at_once(daemon: types.ModuleType) -> None:
     >>> daemon.os.getpid() == os.getpid(), daemon.os.fdopen is os.fdopen
     (True, False)
     """
-    daemon.os = _AcknowledgingOs("os")
+    daemon.os = _AcknowledgingOs()
 
 
 if __name__ == "__main__":
