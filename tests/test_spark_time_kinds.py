@@ -237,3 +237,36 @@ def test_every_function_refuses_a_bad_time_column_with_one_text(spark, name, cas
         return
     with pytest.raises(ValueError, match=message):
         FUNCTIONS[name](df, unit)
+
+
+def test_integer_times_convert_to_microseconds_exactly(spark):
+    # Nanoseconds since 1970 lie beyond 2**53, where a double holds no integer exactly: each
+    # value's µs is its floor division (through a double, one value in eight of these came out
+    # 1 µs late). Microseconds beyond 2**53 go back to ms or s rounded up, exactly too.
+    from windowkit.spark.event_time import event_time
+
+    base = 1_700_000_000_123_456_000
+    ns = [base + d for d in range(-1001, 1002)] + [-base - 1, -base, -1, 0, 1, 2**63 - 1,
+                                                   -(2**63)]
+    df = spark.createDataFrame([(v,) for v in ns], "t long")
+    clock = event_time(df, "t", "ns")
+    got = df.select("t", clock.micros().alias("m"), F.expr(clock.micros_sql("t")).alias("s"))
+    assert [(r.m, r.s) for r in got.collect()] == [(v // 1000, v // 1000) for v in ns]
+    micros = [2**53 + 1, 253_402_300_799_996_001, -253_402_300_799_996_001, 2**62 + 999_999,
+              -(2**62) - 1, 2**63 - 1, -(2**63)]
+    as_rows = spark.createDataFrame([(m,) for m in micros], "m long")
+    for unit, per in (("ms", 1000), ("s", 1_000_000)):
+        restored = as_rows.select(event_time(df, "t", unit).restore(F.col("m"))).collect()
+        assert [r[0] for r in restored] == [-(-m // per) for m in micros]
+
+
+def test_a_frame_of_nanosecond_times_starts_in_its_first_rows_microsecond(spark):
+    # The first reading lies 999 ns into a µs: the frame starts in that µs (as ns), never the
+    # next one, whatever a double makes of the value.
+    from windowkit.spark import threshold_frames
+
+    first = 1_700_000_000_123_456_999
+    df = spark.createDataFrame([("a", first, 3.0), ("a", first + 10**9, 0.0)],
+                               "k string, t long, x double")
+    rows = threshold_frames(df, "t", "x > 2", by="k", time_unit="ns").collect()
+    assert [(r.start, r.last) for r in rows] == [(first // 1000 * 1000, first // 1000 * 1000)]

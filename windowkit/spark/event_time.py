@@ -29,8 +29,8 @@ from pyspark.sql import types as T
 from windowkit.core.durations import TIME_UNITS, TimeUnit
 from windowkit.spark.columns import resolve_column
 
-__all__ = ["TIME_UNITS", "EventTime", "TimeUnit", "check_watermarkable", "column_type",
-           "event_time", "time_kind", "watermarked"]
+__all__ = ["TIME_UNITS", "EventTime", "TimeUnit", "ceil_div", "check_watermarkable",
+           "column_type", "event_time", "floor_div", "floor_div_sql", "time_kind", "watermarked"]
 #: The column metadata Spark marks a stream's watermarked column with.
 WATERMARK_METADATA = "spark.watermarkDelayMs"
 #: The column metadata windowkit marks a stateful step's output stream with when none of its
@@ -86,7 +86,7 @@ class EventTime:
                     + F.minute(ntz).cast("long") * 60_000_000
                     + _seconds_micros(ntz))
         if self.unit == "ns":
-            return F.floor(col.cast("long") / 1000).cast("long")
+            return floor_div(col.cast("long"), 1000)
         per = _MICROS_PER[self.unit]
         if per == 1:
             return col.cast("long")
@@ -177,7 +177,7 @@ class EventTime:
         if self.unit == "ns":
             return micros * F.lit(1000)
         per = _MICROS_PER[self.unit]
-        return micros if per == 1 else F.ceil(micros / F.lit(per)).cast("long")
+        return micros if per == 1 else ceil_div(micros, per)
 
     def micros_sql(self, column: str) -> str:
         """:meth:`micros` as SQL text over ``column`` (SQL text naming this column), for a
@@ -199,7 +199,7 @@ class EventTime:
                     f" + CAST(minute({ntz}) AS BIGINT) * 60000000"
                     f" + CAST(date_part('SECOND', {ntz}) * 1000000 AS BIGINT))")
         if self.unit == "ns":
-            return f"CAST(floor(CAST({column} AS BIGINT) / 1000) AS BIGINT)"
+            return floor_div_sql(f"CAST({column} AS BIGINT)", 1000)
         per = _MICROS_PER[self.unit]
         if per == 1:
             return f"CAST({column} AS BIGINT)"
@@ -227,6 +227,48 @@ class EventTime:
             return micros * 1000
         per = _MICROS_PER[self.unit]
         return -(-micros // per)
+
+
+def floor_div(value: Column, divisor: int) -> Column:
+    """``floor(value / divisor)`` of a long column, exact: Spark's ``/`` divides doubles, which
+    hold no long beyond 2**53 exactly (a time in ns since 1970 is beyond), and ``div``
+    truncates toward zero.
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(-1001,), (1_700_000_000_123_456_999,)], "t long")
+    >>> [r[0] for r in df.select(floor_div(F.col("t"), 1000)).collect()]
+    [-2, 1700000000123456]
+    """
+    size = F.lit(divisor)
+    truncated = F.call_function("div", value, size)
+    return truncated - F.when((value < 0) & (value % size != 0), 1).otherwise(0)
+
+
+def ceil_div(value: Column, divisor: int) -> Column:
+    """``ceil(value / divisor)`` of a long column, exact (see :func:`floor_div`).
+
+    Examples
+    --------
+    >>> df = spark.createDataFrame([(-1001,), (253_402_300_799_996_001,)], "t long")
+    >>> [r[0] for r in df.select(ceil_div(F.col("t"), 1000)).collect()]
+    [-1, 253402300799997]
+    """
+    size = F.lit(divisor)
+    truncated = F.call_function("div", value, size)
+    return truncated + F.when((value > 0) & (value % size != 0), 1).otherwise(0)
+
+
+def floor_div_sql(value: str, divisor: int) -> str:
+    """:func:`floor_div` as SQL text over ``value`` (SQL text of a long).
+
+    Examples
+    --------
+    >>> spark.sql(f"SELECT {floor_div_sql('x', 3)} FROM VALUES (-4), (4) AS t(x)").collect()
+    [Row(...=-2), Row(...=1)]
+    """
+    return (f"(({value}) div {divisor}) - "
+            f"IF(({value}) < 0 AND ({value}) % {divisor} != 0, 1, 0)")
 
 
 def _ceil_div(value: Column, divisor: int) -> Column:

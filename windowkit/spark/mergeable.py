@@ -50,7 +50,7 @@ from windowkit.spark.adapter import (
     keyed_output,
     row_json,
 )
-from windowkit.spark.event_time import EventTime, event_time
+from windowkit.spark.event_time import EventTime, event_time, floor_div_sql
 from windowkit.spark.keys import Key
 
 _BLOCK = "wk_block"
@@ -89,18 +89,6 @@ def merge_plan_of(operator: StreamOperator) -> MergePlan | None:
     return operator.merge_plan() if isinstance(operator, MergeableOperator) else None
 
 
-def floor_div(column: str, divisor: int) -> str:
-    """SQL for ``floor(column / divisor)`` in exact long arithmetic (``div`` truncates).
-
-    Examples
-    --------
-    >>> spark.sql(f"SELECT {floor_div('x', 3)} FROM VALUES (-4), (4) AS t(x)").collect()
-    [Row(...=-2), Row(...=1)]
-    """
-    return (f"(({column}) div {divisor}) - "
-            f"IF(({column}) < 0 AND ({column}) % {divisor} != 0, 1, 0)")
-
-
 def block_of(column: str, plan: MergePlan) -> str:
     """SQL for the plan's block of a µs time (``column`` is SQL text, e.g. a name).
 
@@ -112,8 +100,8 @@ def block_of(column: str, plan: MergePlan) -> str:
     """
     width = _block_width(plan)
     if width is not None:  # floor(floor(t / a) / b) is floor(t / (a b))
-        return floor_div(column, width)
-    return floor_div(floor_div(column, plan.tick), plan.span)
+        return floor_div_sql(column, width)
+    return floor_div_sql(floor_div_sql(column, plan.tick), plan.span)
 
 
 def _block_width(plan: MergePlan) -> int | None:

@@ -40,7 +40,7 @@ from windowkit.spark.adapter import (
     run_operator,
 )
 from windowkit.spark.columns import ColumnLike, resolve_column
-from windowkit.spark.event_time import EventTime, TimeUnit, event_time
+from windowkit.spark.event_time import EventTime, TimeUnit, event_time, floor_div
 from windowkit.spark.rejected import deprecated_splitter
 
 REPORTED = "persistent"
@@ -436,9 +436,8 @@ def _check(
 
 def _slot_index(micros: Column, slot_us: int, origin_us: int = 0) -> Column:
     """``floor((micros - origin) / slot_us)`` in exact integer arithmetic (negative too)."""
-    size = F.lit(slot_us)
     shifted = micros - F.lit(origin_us) if origin_us else micros
-    return ((shifted - F.pmod(shifted, size)) / size).cast("long")
+    return floor_div(shifted, slot_us)
 
 
 def _bounds(end_slot: Column, slot_us: int, window_slots: int, origin_us: int,
