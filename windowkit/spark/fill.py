@@ -43,6 +43,7 @@ from windowkit.spark.event_time import (
     TimeUnit,
     check_watermarkable,
     event_time,
+    floor_div,
     watermarked,
 )
 from windowkit.spark.keys import Key, KeyLike, key_items, resolve_key
@@ -302,11 +303,10 @@ def _same_key(fr: DataFrame, dt: DataFrame, n: int) -> Column | None:
 def _bucket_join(fr: DataFrame, dt: DataFrame, same_key: Column | None, bucket_us: int
                  ) -> DataFrame:
     """Equi-join on (key, time bucket), then the exact interval."""
-    width = F.lit(bucket_us)
-    first = F.floor(F.col(_LO) / width)
-    final = F.floor((F.col(_HI) - F.lit(1)) / width)
+    first = floor_div(F.col(_LO), bucket_us)
+    final = floor_div(F.col(_HI) - F.lit(1), bucket_us)
     fr = fr.withColumn(_BUCKET, F.explode(F.sequence(first, F.greatest(first, final))))
-    dt = dt.withColumn(_BUCKET, F.floor(F.col(_T) / width))
+    dt = dt.withColumn(_BUCKET, floor_div(F.col(_T), bucket_us))
     on = fr[_BUCKET] == dt[_BUCKET]
     if same_key is not None:
         on = on & same_key
