@@ -159,7 +159,7 @@ class EventTime:
                               F.when(micros < 0, F.lit(-(2**63))).otherwise(F.lit(2**63 - 1)))
         per = _MICROS_PER[self.unit]
         # the ceiling of micros / per in long arithmetic (``div`` truncates toward zero)
-        return _ceil_div(micros, per)
+        return ceil_div(micros, per)
 
     def restore(self, micros: Column) -> Column:
         """Microseconds back to the column's own kind (see the module docstring).
@@ -250,9 +250,10 @@ def ceil_div(value: Column, divisor: int) -> Column:
 
     Examples
     --------
-    >>> df = spark.createDataFrame([(-1001,), (253_402_300_799_996_001,)], "t long")
+    >>> df = spark.createDataFrame([(-1001,), (253_402_300_799_996_001,), (-(2**63),),
+    ...                             (2**63 - 1,)], "t long")
     >>> [r[0] for r in df.select(ceil_div(F.col("t"), 1000)).collect()]
-    [-1, 253402300799997]
+    [-1, 253402300799997, -9223372036854775, 9223372036854776]
     """
     size = F.lit(divisor)
     truncated = F.call_function("div", value, size)
@@ -269,21 +270,6 @@ def floor_div_sql(value: str, divisor: int) -> str:
     """
     return (f"(({value}) div {divisor}) - "
             f"IF(({value}) < 0 AND ({value}) % {divisor} != 0, 1, 0)")
-
-
-def _ceil_div(value: Column, divisor: int) -> Column:
-    """``ceil(value / divisor)`` of a long column, exact (a decimal holds every long).
-
-    ``value`` appears once: where it is a scalar subquery, Spark plans every copy on its own.
-
-    Examples
-    --------
-    >>> spark.range(1).select(_ceil_div(F.lit(-(2**63)), 1000),
-    ...                       _ceil_div(F.lit(2**63 - 1), 1000)).first()
-    Row(...=-9223372036854775, ...=9223372036854776)
-    """
-    exact = F.ceil(value.cast("decimal(20,0)") / F.lit(divisor).cast("decimal(7,0)"))
-    return exact.cast("long")
 
 
 def _seconds_micros(ntz: Column) -> Column:
