@@ -157,9 +157,7 @@ class EventTime:
         if self.unit == "ns":  # beyond the long range: every row, or none
             return F.coalesce(F.try_multiply(micros, F.lit(1000)),
                               F.when(micros < 0, F.lit(-(2**63))).otherwise(F.lit(2**63 - 1)))
-        per = _MICROS_PER[self.unit]
-        # the ceiling of micros / per in long arithmetic (``div`` truncates toward zero)
-        return ceil_div(micros, per)
+        return ceil_div(micros, _MICROS_PER[self.unit])
 
     def restore(self, micros: Column) -> Column:
         """Microseconds back to the column's own kind (see the module docstring).
@@ -240,9 +238,7 @@ def floor_div(value: Column, divisor: int) -> Column:
     >>> [r[0] for r in df.select(floor_div(F.col("t"), 1000)).collect()]
     [-2, 1700000000123456]
     """
-    size = F.lit(divisor)
-    truncated = F.call_function("div", value, size)
-    return truncated - F.when((value < 0) & (value % size != 0), 1).otherwise(0)
+    return _rounded_div(value, divisor, value < 0, -1)
 
 
 def ceil_div(value: Column, divisor: int) -> Column:
@@ -255,9 +251,15 @@ def ceil_div(value: Column, divisor: int) -> Column:
     >>> [r[0] for r in df.select(ceil_div(F.col("t"), 1000)).collect()]
     [-1, 253402300799997, -9223372036854775, 9223372036854776]
     """
+    return _rounded_div(value, divisor, value > 0, 1)
+
+
+def _rounded_div(value: Column, divisor: int, away: Column, step: int) -> Column:
+    """``value div divisor`` (truncated toward zero), moved by ``step`` where ``away`` holds
+    and the division leaves a remainder."""
     size = F.lit(divisor)
     truncated = F.call_function("div", value, size)
-    return truncated + F.when((value > 0) & (value % size != 0), 1).otherwise(0)
+    return truncated + F.when(away & (value % size != 0), step).otherwise(0)
 
 
 def floor_div_sql(value: str, divisor: int) -> str:
