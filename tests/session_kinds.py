@@ -86,6 +86,12 @@ def site_frames(spark):
     return frames, filler
 
 
+def row_pieces(frame: pd.DataFrame, parts: int) -> list[pd.DataFrame]:
+    """``frame``'s rows in their order, cut into ``parts`` consecutive pieces whose sizes
+    differ by one row at most."""
+    return [frame.iloc[rows] for rows in np.array_split(np.arange(len(frame)), parts)]
+
+
 def stream_of(spark, frame, folder: str, parts: int = 4):
     """``frame``'s rows (in time order) as ``parts`` Parquet files read one per micro-batch."""
     # Arrow keeps timestamps as instants, whatever the session's time zone

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from pyspark.sql import functions as F
 
+from tests.session_kinds import row_pieces
 from windowkit.datasets.routers import router_readings
 
 pytestmark = pytest.mark.spark
@@ -47,7 +48,7 @@ def _write(df: pd.DataFrame, folder: str, parts: int) -> str:
     """``df`` as ``parts`` Parquet files, read by the file source in this order."""
     os.makedirs(folder)
     df = df.astype({"time": "datetime64[us, UTC]"})
-    for i, piece in enumerate(np.array_split(df, parts)):
+    for i, piece in enumerate(row_pieces(df, parts)):
         path = os.path.join(folder, f"part-{i:03d}.parquet")
         piece.to_parquet(path, index=False)
         os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))

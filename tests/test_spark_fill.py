@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.session_kinds import row_pieces
 from windowkit.core.frames import DeltaFramer
 from windowkit.datasets.traffic import traffic_speeds
 from windowkit.reference.fill import fill_frames_reference
@@ -106,7 +107,7 @@ def write_files(df: pd.DataFrame, folder, n_files: int, offset: float = 0.0) -> 
     # Spark reads microsecond timestamps only (pandas writes nanoseconds by default)
     df = df.astype({c: "datetime64[us, UTC]" for c in df.columns
                     if pd.api.types.is_datetime64_any_dtype(df[c])})
-    for i, piece in enumerate(np.array_split(df, n_files)):
+    for i, piece in enumerate(row_pieces(df, n_files)):
         path = os.path.join(folder, f"part-{i:03d}.parquet")
         piece.to_parquet(path, index=False)
         os.utime(path, (1_700_000_000 + i + offset, 1_700_000_000 + i + offset))

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from pyspark.sql import functions as F
 
+from tests.session_kinds import row_pieces
 from windowkit.core.frames import ThresholdFramer, predicate_codes
 from windowkit.datasets.routers import router_readings
 
@@ -146,7 +147,7 @@ def write_arrival_files(readings: pd.DataFrame, folder: str, n_files: int) -> pd
     flush = flush.assign(time=far, loss_rate=0.0)
     mover = pd.DataFrame({"router": [flush["router"].iloc[0]],
                           "time": [far + pd.Timedelta(hours=1)], "loss_rate": [0.0]})
-    pieces = np.array_split(readings, n_files) + [flush, mover]
+    pieces = row_pieces(readings, n_files) + [flush, mover]
     for i, piece in enumerate(pieces):
         piece = piece.astype({"time": "datetime64[us, UTC]"})
         path = os.path.join(folder, f"part-{i:03d}.parquet")

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.session_kinds import row_pieces
 from windowkit.core.frames import (
     AggregateFramer,
     BoundaryFramer,
@@ -150,7 +151,7 @@ def write_arrival_files(traffic: pd.DataFrame, folder, n_files: int) -> pd.DataF
     flush = pd.DataFrame({"sensor": sorted(traffic["sensor"].unique())}).assign(
         time=far, speed=500.0, count=0)
     mover = flush.head(1).assign(time=far + pd.Timedelta(hours=1))
-    for i, piece in enumerate([*np.array_split(arrival, n_files), flush, mover]):
+    for i, piece in enumerate([*row_pieces(arrival, n_files), flush, mover]):
         path = os.path.join(folder, f"part-{i:03d}.parquet")
         piece.astype({"time": "datetime64[us, UTC]"}).to_parquet(path, index=False)
         os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
