@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from pyspark.sql import functions as F
 
+from tests.session_kinds import row_pieces
 from windowkit.core.multigranular import MultiGranularAggregator, RecurringItems
 from windowkit.core.multigranular.distinct import relative_error
 from windowkit.datasets.connections import connection_records
@@ -44,16 +45,10 @@ def spark_frame(spark, df: pd.DataFrame):
     return spark.createDataFrame(pdf[["source", "t", "duration", "protocol", "destination"]])
 
 
-def pieces(df: pd.DataFrame, n: int) -> list[pd.DataFrame]:
-    """``df`` cut into ``n`` consecutive pieces of (nearly) equal size."""
-    bounds = np.linspace(0, len(df), n + 1).astype(int)
-    return [df.iloc[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-
-
 def write_files(df: pd.DataFrame, folder, n_files: int, first: int = 0) -> None:
     """Write rows as parquet files named (and timed: the file source's order) part000..."""
     os.makedirs(folder, exist_ok=True)
-    for i, part in enumerate(pieces(df, n_files), start=first):
+    for i, part in enumerate(row_pieces(df, n_files), start=first):
         # Spark wants microseconds; pyarrow would write nanoseconds
         pdf = part.assign(t=pd.to_datetime(part["time"], unit="us", utc=True).astype(
             "datetime64[us, UTC]"))
@@ -235,7 +230,7 @@ def test_streaming_with_disorder_equals_core(spark, tmp_path):
     query = (out.writeStream.format("memory").queryName("mg_stream").outputMode("append")
              .option("checkpointLocation", str(tmp_path / "ck")).start())
     try:
-        for i, part in enumerate(pieces(arrived, 4)):
+        for i, part in enumerate(row_pieces(arrived, 4)):
             write_files(part, source, 1, first=i)
             query.processAllAvailable()
         query.processAllAvailable()
@@ -351,7 +346,7 @@ def test_a_query_restarted_on_its_checkpoint_gives_the_rows_of_one_that_ran_thro
     assert_equal_reports(got, want, ["count", "sum", "max", "distinct_destination"])
     # the watermark in force in the last micro-batch: the first two files' latest time less
     # the delay; every report at or before it must be out
-    before_last = pieces(arrived, 4)[:2]
+    before_last = row_pieces(arrived, 4)[:2]
     watermark = int(pd.concat(before_last)["time"].max()) // 1000 * 1000 - 3_000_000
     due = core_reports(df)
     due = due[due["window_end"] - 1 <= watermark]
