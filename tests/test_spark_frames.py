@@ -129,6 +129,9 @@ def test_malformed_rows_are_quarantined_with_their_content(spark, readings):
         threshold_frames(df, "time", "loss_rate > 0.003", by="router", **PARAMS))
     rejected = rejected.toPandas()
     assert rejected["rejected"].tolist() == ["malformed"] * 4
+    # a rejected row is no frame: none of a frame's columns, its status included (which a
+    # batch derives in the JVM from the others)
+    assert rejected[FRAME_COLUMNS[1:]].isna().all().all()
     details = sorted(rejected["detail"])
     assert sum('"loss_rate":0.25' in d and '"router"' not in d for d in details) == 1
     details = [d for d in details if '"loss_rate":0.25' not in d]
