@@ -11,6 +11,7 @@ from pyspark.sql import types as T
 
 from windowkit.core.durations import Duration
 from windowkit.core.frames import (
+    FRAME_STATUSES,  # noqa: F401 - public here too (``status`` is null on a rejected row)
     VALUE,
     DuplicatePolicy,
     Extent,
@@ -30,9 +31,6 @@ from windowkit.spark.columns import quoted_name
 from windowkit.spark.event_time import TimeUnit, event_time
 from windowkit.spark.keys import KeyLike, resolve_key
 from windowkit.spark.rejected import deprecated_splitter
-
-#: The statuses of a frame (``status`` is null on a rejected row).
-FRAME_STATUSES = ("partial", "final")
 
 
 def threshold_frames(

@@ -7,7 +7,12 @@ engine (``_engine``): ``threshold`` (maximal periods where a predicate holds), `
 name).
 """
 
-from windowkit.core.frames._engine import OUTPUT_SCHEMA, VALUE, SequenceFrameSpec
+from windowkit.core.frames._engine import (
+    FRAME_STATUSES,
+    OUTPUT_SCHEMA,
+    VALUE,
+    SequenceFrameSpec,
+)
 from windowkit.core.frames.aggregate import AggregateFramer, AggregateFraming
 from windowkit.core.frames.boundary import BoundaryFramer, BoundaryFraming
 from windowkit.core.frames.custom import CustomFramer, IncreasingTrend
@@ -21,7 +26,7 @@ from windowkit.core.frames.threshold import (
     predicate_values,
 )
 
-__all__ = ["OUTPUT_SCHEMA", "VALUE", "DuplicatePolicy", "Extent", "MissingPolicy",
+__all__ = ["FRAME_STATUSES", "OUTPUT_SCHEMA", "VALUE", "DuplicatePolicy", "Extent", "MissingPolicy",
            "SequenceFrameSpec", "ThresholdFramer", "ThresholdFraming", "predicate_codes",
            "predicate_values"]
 __all__ += ["AggregateFramer", "AggregateFraming", "BoundaryFramer", "BoundaryFraming",

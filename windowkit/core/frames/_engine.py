@@ -105,6 +105,8 @@ OUTPUT_SCHEMA = [
     ("status", "string"),
 ]
 """The output columns of every framing."""
+FRAME_STATUSES = ("partial", "final")
+"""A frame's ``status``: a fragment of a frame still open, or the whole frame (it has an end)."""
 
 _NONE = np.iinfo(np.int64).min
 # the frame_id field of a key without a certain frame, as state bytes have always held it
@@ -684,7 +686,7 @@ class SequenceFramer(StreamOperator):
         s = slots[report]
         out = self._rows(s, ints["frame_id"][s], ints["f_start"][s], ints["f_before"][s],
                          end[report], ints["f_last"][s], ints["f_n"][s], ints["f_miss"][s],
-                         final=True)
+                         final=np.ones(len(s), dtype=np.bool_))
         opened = slots[status == _OPEN]
         if reset and self.spec.missing == "unsatisfied":
             # the absent report (or the end of input) is a missing element: fresh state
@@ -696,29 +698,23 @@ class SequenceFramer(StreamOperator):
         return out
 
     def _rows(self, slots, frame_id, start, before, end, last, n, miss, *,
-              final: bool | np.ndarray) -> pd.DataFrame:
-        """The output rows of frames: ``final`` (one for all, or a mask) tells final frames,
-        which have an end, from partial ones."""
+              final: np.ndarray) -> pd.DataFrame:
+        """The output rows of frames: the mask ``final`` tells final frames, which have an
+        end, from partial ones."""
         if len(slots) == 0:
             return self.empty_output()
         if self.spec.extent == "liberal":
             start = np.where(before != _NONE, before, start)
-        if isinstance(final, np.ndarray):
-            status = _STATUS_LABELS[final.view(np.int8)]
-            no_end = ~final
-        else:
-            status = _STATUS_LABELS[int(final)]
-            no_end = np.full(len(slots), not final)
         # A frame of columns, each a block of its own: pandas would copy the int columns into
         # one 2-D block first (a quarter of the framing's time on millions of frames).
         return pd.DataFrame({
             KEY: self._state.index.array()[slots],
             "frame_id": np.asarray(frame_id, dtype=np.int64),
             "start": np.asarray(start, dtype=np.int64),
-            "end": pd.arrays.IntegerArray(np.asarray(end, dtype=np.int64), no_end),
+            "end": pd.arrays.IntegerArray(np.asarray(end, dtype=np.int64), ~final),
             "last": np.asarray(last, dtype=np.int64), "n_tuples": np.asarray(n, dtype=np.int64),
             "n_missing": np.asarray(miss, dtype=np.int64),
-            "status": status,
+            "status": _STATUS_LABELS[final.view(np.int8)],
         }, copy=False)
 
     # ------------------------------------------------------------------ serialization
@@ -806,9 +802,10 @@ def _framing_from_meta(meta: dict[str, Any]) -> Any:
 
 
 #: ``status`` by finality: a row's label is taken from here, one reference per row.
-_STATUS_LABELS = np.array(["partial", "final"], dtype=object)
+_STATUS_LABELS = np.array(FRAME_STATUSES, dtype=object)
 #: ``status`` as SQL over the other output columns (see ``derived_outputs``).
-_STATUS_SQL = "CASE WHEN `start` IS NOT NULL THEN IF(`end` IS NULL, 'partial', 'final') END"
+_STATUS_SQL = ("CASE WHEN `start` IS NOT NULL THEN IF(`end` IS NULL, '{}', '{}') END"
+               .format(*FRAME_STATUSES))
 
 
 class _Outputs:
