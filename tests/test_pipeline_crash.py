@@ -79,10 +79,12 @@ def inputs(tmp_path_factory):
     return folder
 
 
-def pipeline_file(inputs, run_dir) -> str:
+def pipeline_file(inputs, run_dir, master: bool = True) -> str:
+    """The pipeline's file; without ``master`` it runs on the session already running."""
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / "p.toml"
-    path.write_text(PIPELINE.format(parts=inputs / "parts", table=inputs / "table.parquet"))
+    text = PIPELINE.format(parts=inputs / "parts", table=inputs / "table.parquet")
+    path.write_text(text if master else text.replace('master = "local[2]"\n', ""))
     return str(path)
 
 
@@ -100,6 +102,14 @@ def run_to_end(inputs, run_dir, env_extra=None) -> int:
     _, err = proc.communicate(timeout=600)
     assert proc.returncode in (0, -signal.SIGKILL), err[-2000:]
     return proc.returncode
+
+
+def run_here(inputs, run_dir) -> int:
+    """The pipeline run to its end in this process, on the suite's session: the uninterrupted
+    run that a killed one is compared with (a process of its own would add only a JVM start)."""
+    from windowkit.cli import main
+
+    return main(["run", pipeline_file(inputs, run_dir, master=False), "--stream"])
 
 
 def kill_after(inputs, run_dir, marker: str, count: int, rng: random.Random) -> None:
@@ -123,9 +133,9 @@ def output_rows(run_dir, name: str) -> pd.DataFrame:
 
 
 def test_a_killed_streaming_pipeline_restarted_on_its_checkpoints_writes_the_same_rows(
-        inputs, tmp_path):
+        spark, inputs, tmp_path):
     clean = tmp_path / "clean"
-    assert run_to_end(inputs, clean) == 0
+    assert run_here(inputs, clean) == 0
     expected = {name: output_rows(clean, name) for name in STEPS}
     assert len(expected["loss_frames"]) > 5 and len(expected["around"]) > 5
     assert expected["rejected"]["reason"].tolist() == ["malformed", "malformed"]

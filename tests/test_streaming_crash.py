@@ -102,6 +102,14 @@ def run_to_end(name, input_dir, run_dir, env_extra=None, **options) -> int:
     return proc.returncode
 
 
+def run_here(name, input_dir, run_dir, **options) -> int:
+    """The command run to its end in this process, on the suite's session: the uninterrupted
+    run that a killed one is compared with (a process of its own would add only a JVM start)."""
+    from windowkit.cli import main
+
+    return main(command(name, input_dir, run_dir, **{**options, "master": None})[3:])
+
+
 def kill_after_micro_batches(name, input_dir, run_dir, n_batches: int,
                              rng: random.Random) -> None:
     """Start, wait for ``n_batches`` progress lines, sleep a random moment, kill -9."""
@@ -126,7 +134,7 @@ def output_rows(run_dir, name: str) -> pd.DataFrame:
 def test_kill_9_and_restart_give_exactly_the_uninterrupted_rows(input_dir, tmp_path, name):
     outputs = COMMANDS[name][1]
     clean = tmp_path / "clean"
-    assert run_to_end(name, input_dir, clean) == 0
+    assert run_here(name, input_dir, clean) == 0
     expected = {out: output_rows(clean, out) for out in outputs}
     assert len(expected[outputs[0]]) > 10
 
@@ -170,7 +178,7 @@ def test_kill_9_of_a_busy_python_worker_is_retried_with_the_same_rows(input_dir,
     marker.mkdir()
     # two micro-batches: the first one's stateful step is killed
     options = {"stream": stream, "master": None, "files_per_trigger": N_FILES // 2}
-    assert run_to_end("frames", input_dir, clean, **options) == 0
+    assert run_here("frames", input_dir, clean, **options) == 0
     expected = {out: output_rows(clean, out) for out in COMMANDS["frames"][1]}
     assert len(expected["frames"]) > 10
 
