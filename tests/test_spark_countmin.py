@@ -343,6 +343,40 @@ def test_heavy_hitters_latest_picks_each_shards_snapshot_in_the_jvm_issue16(spar
     assert out.select("view").distinct().count() == 1
 
 
+def _python_nodes_run(df) -> int:
+    """How many Python map steps ``df``'s final physical plan runs (a reused shuffle's
+    Python steps are not run again)."""
+    df.collect()
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    return plan[:plan.index("\n+- == Initial Plan ==")].count("MapInArrow")
+
+
+def test_heavy_hitters_latest_runs_the_sketching_once(spark):
+    # The latest view's candidates were joined to the distinct replay ranges, one constant
+    # range, which Spark pruned down to the snapshots' Python steps and ran them again.
+    from windowkit.spark.countmin import heavy_hitters, windowed_count_min
+
+    df = spark.createDataFrame([(i % 7, i) for i in range(400)], "item long, t long")
+    snaps = windowed_count_min(df, "item", "t", window=50, algorithm="splitter", shards=2)
+    latest = heavy_hitters(snaps, list(range(7)), 0.1, latest=True)
+    assert _python_nodes_run(latest) == _python_nodes_run(snaps) > 0
+    assert latest.count() > 0
+
+
+def test_parts_built_in_python_stay_where_the_rows_are_read(spark, capsys):
+    """Perfect's parts are built per input partition, then shuffled to the one task that
+    finishes them: a coalesce to that task would also pull the scan and the building into it."""
+    from windowkit.spark.countmin import merge_count_min, windowed_count_min
+
+    df = spark.range(0, 4000, numPartitions=4).selectExpr("id % 7 AS item", "id AS t")
+    snaps = windowed_count_min(df, "item", "t", window=5, unit="ticks", tick=20_000,
+                               time_unit="ms", algorithm="perfect", shards=2)
+    snaps.explain()
+    plan = capsys.readouterr().out
+    assert "MapInArrow" in plan and "Coalesce" not in plan
+    assert merge_count_min(snaps).first()["n_seen"] == 4000
+
+
 @pytest.mark.parametrize("algorithm", ["simple", "proportional", "perfect"])
 def test_mergeable_sketches_merge_partition_parts_into_each_sites_core_run(spark, algorithm):
     # With the default cadence the linear variants sketch each input partition where it is read

@@ -482,7 +482,11 @@ def replay_groups(snapshots: DataFrame, keys: DataFrame, *, latest: bool = False
     snapshot_rows = own.unionByName(starts).join(sketches, [SHARD, "seq"]).select(
         "wk_range", "wk_role", SHARD, "wk_order", "sketch",
         F.lit(None).cast("array<long>").alias("wk_keys"))
-    key_rows = ranked.select("wk_range").distinct().crossJoin(F.broadcast(keys)).select(
+    # One view has one range. Its keys are then not joined to the ranges found: Spark prunes
+    # that constant range down to the operator's rows, which it then runs a second time.
+    ranges = (keys.select(F.lit(0).cast("long").alias("wk_range")) if latest
+              else ranked.select("wk_range").distinct())
+    key_rows = ranges.crossJoin(F.broadcast(keys)).select(
         "wk_range", F.lit(2).alias("wk_role"), F.lit(None).cast("int").alias(SHARD),
         F.lit(None).cast("long").alias("wk_order"), F.lit(None).cast("binary").alias("sketch"),
         "wk_keys")
