@@ -206,15 +206,14 @@ def run_merged(
     # Parts are few (shards x blocks): one task gathers them with the summary row and
     # finishes every shard, where a shuffle by shard and a join with the counts cost a stage
     # each. (The summary's row is read from the aggregation the scan's filter ran.)
-    if plan.aggregate is not None:  # gathered from the aggregation's own shuffle
-        parts = _aggregated_parts(recent, plan)
-        gathered = parts.unionByName(summary, allowMissingColumns=True).coalesce(1)
-    else:
-        # built where the rows are read, then shuffled to the one task: a coalesce would pull
-        # the scan and the building into that task, and a plan reading the output twice
-        # (heavy_hitters) would build them twice, where it reuses a shuffle
-        parts = _python_parts(recent, factory)
-        gathered = parts.unionByName(summary, allowMissingColumns=True).repartition(1)
+    aggregated = plan.aggregate is not None
+    parts = _aggregated_parts(recent, plan) if aggregated else _python_parts(recent, factory)
+    gathered = parts.unionByName(summary, allowMissingColumns=True)
+    # JVM parts reach the task from their aggregation's shuffle. Python parts are built where
+    # the rows are read and need a shuffle of their own: a coalesce would pull the scan and
+    # the building into the one task, and a plan reading the output twice (heavy_hitters)
+    # would build them twice, where it reuses a shuffle.
+    gathered = gathered.coalesce(1) if aggregated else gathered.repartition(1)
     operator_fields = [f for f in schema.fields
                        if f.name not in (SHARD_OUT, REJECTED, DETAIL_OUT)]
     sent = T.StructType([*operator_fields, T.StructField(SHARD_OUT, T.IntegerType()),

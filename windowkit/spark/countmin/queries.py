@@ -482,8 +482,8 @@ def replay_groups(snapshots: DataFrame, keys: DataFrame, *, latest: bool = False
     snapshot_rows = own.unionByName(starts).join(sketches, [SHARD, "seq"]).select(
         "wk_range", "wk_role", SHARD, "wk_order", "sketch",
         F.lit(None).cast("array<long>").alias("wk_keys"))
-    # One view has one range. Its keys are then not joined to the ranges found: Spark prunes
-    # that constant range down to the operator's rows, which it then runs a second time.
+    # The latest view is range 0. Its keys are not joined to ranked's ranges: that constant
+    # would let Spark prune the join down to the snapshots' rows and run their Python again.
     ranges = (keys.select(F.lit(0).cast("long").alias("wk_range")) if latest
               else ranked.select("wk_range").distinct())
     key_rows = ranges.crossJoin(F.broadcast(keys)).select(
