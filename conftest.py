@@ -8,6 +8,8 @@ import socket
 import pytest
 
 CONNECT_PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
+# run by Spark's Python processes as they start, not a module to import (or doctest) here
+collect_ignore = ["windowkit/worker_startup"]
 
 
 def _free_port() -> int:

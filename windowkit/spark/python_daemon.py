@@ -29,8 +29,9 @@ import importlib.machinery
 import io
 import os
 import socket
-import sys
 import types
+
+from windowkit.worker_path import prefer_installed_pyspark
 
 PRELOADED = (
     "pandas",
@@ -59,42 +60,6 @@ def preload(modules: tuple[str, ...] = PRELOADED) -> list[str]:
         except Exception:  # noqa: BLE001 - a worker imports what it needs itself
             missing.append(name)
     return missing
-
-
-def prefer_installed_pyspark(path: list[str] | None = None) -> list[str]:
-    """Drop from ``path`` (default: ``sys.path``) the archives of the installed pyspark:
-    its ``pyspark.zip`` and py4j zips, and its jars.
-
-    Spark puts the archives its own distribution ships first on a worker's path. For a
-    pip-installed pyspark those are files inside the installed package, so the package itself
-    holds the same code, with bytecode cached: imported from it, PySpark's modules are not
-    compiled again by every new Python process. Spark also puts its core jar on the path (for
-    distributions that once shipped PySpark inside it); it holds no Python, but every search
-    of the path for package metadata lists its 5,000 entries, and numba's first compilation
-    in each worker searches it for entry points (0.17 s). Returns the entries removed.
-
-    Examples
-    --------
-    >>> import pyspark, os
-    >>> home = os.path.dirname(pyspark.__file__)
-    >>> path = [os.path.join(home, "python", "lib", "pyspark.zip"), "/elsewhere/pyspark.zip",
-    ...         os.path.join(home, "jars", "spark-core_2.13-4.1.1.jar"), "/x"]
-    >>> [os.path.basename(p) for p in prefer_installed_pyspark(path)], path
-    (['pyspark.zip', 'spark-core_2.13-4.1.1.jar'], ['/elsewhere/pyspark.zip', '/x'])
-    """
-    path = sys.path if path is None else path
-    # the installed package: found on this interpreter's path without the archives
-    spec = importlib.machinery.PathFinder.find_spec(
-        "pyspark", [p for p in sys.path if not p.endswith((".zip", ".jar"))])
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    home = os.path.realpath(list(spec.submodule_search_locations)[0])
-    own = {(os.path.join(home, "python", "lib"), ".zip"), (os.path.join(home, "jars"), ".jar")}
-    shipped = [p for p in path
-               if (os.path.dirname(os.path.realpath(p)), os.path.splitext(p)[1]) in own]
-    for entry in shipped:
-        path.remove(entry)
-    return shipped
 
 
 def warm_numba() -> bool:

@@ -11,6 +11,7 @@ import sys
 from pyspark.sql import SparkSession
 
 from windowkit.cli.spark_urls import DEFAULT_MASTER
+from windowkit.worker_path import STARTUP_FOLDER
 
 PYTHON_DAEMON = "windowkit.spark.python_daemon"
 SIMPLIFIED_TRACEBACK_CONF = "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled"
@@ -79,9 +80,11 @@ def windowkit_session(
     interpreter, the RocksDB state store (needed by ``transformWithStateInPandas``), Arrow with
     large batches bounded by rows only (no per-row byte count), shuffle partitions sized for the
     machine (one per core in local mode), RocksDB changelog checkpointing, UTC session time and,
-    in local mode, a checkpoint file manager that does not spawn a process per file and a
+    in local mode, a checkpoint file manager that does not spawn a process per file, a
     Python daemon whose workers start with windowkit imported
-    (:mod:`windowkit.spark.python_daemon`), shared by streaming queries' stateful stages.
+    (:mod:`windowkit.spark.python_daemon`), shared by streaming queries' stateful stages, and
+    PySpark imported from the installed package (not recompiled from ``pyspark.zip``) by every
+    Python process Spark starts (:mod:`windowkit.worker_path`).
 
     Parameters
     ----------
@@ -197,11 +200,14 @@ def _classic_conf(master: str, submitted: bool, shuffle_partitions: int | None,
         conf["spark.sql.streaming.checkpointFileManagerClass"] = LOCAL_CHECKPOINT_MANAGER
         # workers forked with pandas, pyarrow, PySpark's serializers and windowkit imported
         conf["spark.python.daemon.module"] = PYTHON_DAEMON
+        # Every Python process Spark starts runs windowkit's sitecustomize first, so that it
+        # imports PySpark from the installed package, not the zip (windowkit.worker_path).
+        # If windowkit came with --py-files, it goes on the path too: Spark adds those to a
+        # worker's path only once the worker runs a task, after the daemon (a windowkit
+        # module) has started.
         shipped = shipped_archive()
-        if shipped is not None:
-            # windowkit came with --py-files: Spark adds those to a worker's path only once
-            # the worker runs a task, after the daemon (a windowkit module) has started
-            conf["spark.executorEnv.PYTHONPATH"] = shipped
+        conf["spark.executorEnv.PYTHONPATH"] = os.pathsep.join(
+            [STARTUP_FOLDER, *([shipped] if shipped is not None else [])])
         # PySpark keeps a daemon per set of worker environment variables, and its SQL runners
         # add this one (simplified tracebacks, on by default) where the stateful streaming
         # runner does not: a streaming query's stateful stage then started a daemon and
