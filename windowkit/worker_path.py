@@ -14,9 +14,9 @@ Two kinds of process get PySpark from the installed package instead:
   pyspark.sql.streaming.transform_with_state_driver_worker``). The session puts
   :data:`STARTUP_FOLDER` on every Python process's path (``spark.executorEnv.PYTHONPATH``);
   its ``sitecustomize`` calls :func:`prefer_installed_pyspark` as the interpreter starts, then
-  runs the ``sitecustomize`` it hides, if any (:func:`run_next_sitecustomize`). That process
-  took 0.57 s of each query's first micro-batch, 0.25 s with this (multi-granular streaming
-  benchmark's query, ``local[2]``).
+  runs the ``sitecustomize`` it hides, if any (:func:`run_next_sitecustomize`). A query's
+  first micro-batch was planned in 0.57 s, 0.25 s with this (the multi-granular streaming
+  benchmark's query, ``local[2]``; most of the difference was that process compiling PySpark).
 
 Nothing here imports pyspark: it runs before the path is set.
 """
