@@ -54,3 +54,22 @@ def test_the_sitecustomize_windowkit_hides_still_runs(tmp_path):
     out = started_as_spark_starts_it(WHERE, os.pathsep.join([STARTUP_FOLDER, str(tmp_path)]))
     assert out[0] == "their-sitecustomize-ran"
     assert "pyspark.zip" not in out[1]
+
+
+def test_a_second_copy_of_windowkits_folder_on_the_path_runs_the_hidden_one_once(tmp_path):
+    # another windowkit (a worktree, a shipped archive) further on the path: each copy goes
+    # on after itself, so the user's sitecustomize runs once and nothing recurses
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(STARTUP_FOLDER, copy)
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "sitecustomize.py").write_text("print('their-sitecustomize-ran')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [*SPARK_ZIPS, STARTUP_FOLDER, str(copy), str(theirs)])}
+    done = subprocess.run([sys.executable, "-c", WHERE], env=env, capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.split()[0] == "their-sitecustomize-ran"
+    assert done.stdout.count("their-sitecustomize-ran") == 1
+    assert "Error" not in done.stderr

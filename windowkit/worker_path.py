@@ -72,7 +72,9 @@ def run_next_sitecustomize(own_folder: str = STARTUP_FOLDER,
                            path: list[str] | None = None) -> bool:
     """Run the ``sitecustomize`` module that the one in ``own_folder`` hides on ``path``
     (default: ``sys.path``): Python runs only the first it finds, and a distribution or a user
-    may have one of their own. Returns whether there was one.
+    may have one of their own. The search goes on where Python's stopped, after
+    ``own_folder``, so a second copy of this folder further on is run once, not in turn.
+    Returns whether there was one.
 
     Examples
     --------
@@ -81,17 +83,18 @@ def run_next_sitecustomize(own_folder: str = STARTUP_FOLDER,
     >>> with open(os.path.join(other, "sitecustomize.py"), "w") as f:
     ...     _ = f.write("RAN = True")
     >>> before = sys.modules.get("sitecustomize")
+    >>> run_next_sitecustomize(STARTUP_FOLDER, [other, STARTUP_FOLDER])
+    False
     >>> run_next_sitecustomize(STARTUP_FOLDER, [STARTUP_FOLDER, other])
     True
     >>> sys.modules["sitecustomize"].RAN
     True
-    >>> run_next_sitecustomize(STARTUP_FOLDER, [STARTUP_FOLDER])
-    False
     >>> sys.modules["sitecustomize"] = before
     """
+    path = sys.path if path is None else path
     own = os.path.realpath(own_folder)
-    rest = [p for p in (sys.path if path is None else path)
-            if os.path.realpath(p or os.curdir) != own]
+    found = [os.path.realpath(p or os.curdir) for p in path]
+    rest = path[found.index(own) + 1:] if own in found else path
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
     if spec is None or spec.loader is None:
         return False
