@@ -21,19 +21,27 @@ WHERE = ("import sys, pyspark.sql.streaming.stateful_processor as m; print(m.__f
          f"print(sum(p.startswith({LIB!r}) for p in sys.path))")
 
 
-def started_as_spark_starts_it(code: str, executor_pythonpath: str) -> list[str]:
+def started_as_spark_starts_it(code: str, executor_pythonpath: str
+                               ) -> subprocess.CompletedProcess:
     """Run ``code`` in a Python process whose path Spark would give it: its own zips first,
     then ``spark.executorEnv.PYTHONPATH`` (PythonWorkerFactory's order)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([*SPARK_ZIPS, executor_pythonpath])}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           check=True)
-    return done.stdout.split()
+
+
+def their_sitecustomize(folder) -> str:
+    """A ``sitecustomize`` of the user's in ``folder`` (made if missing), which prints a line."""
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "sitecustomize.py"), "w") as f:
+        f.write("print('their-sitecustomize-ran')\n")
+    return str(folder)
 
 
 def test_spark_puts_its_zips_first_and_a_process_then_imports_pyspark_from_them():
     # what happens without windowkit's folder: the premise of the change
     assert SPARK_ZIPS and any(p.endswith("pyspark.zip") for p in SPARK_ZIPS)
-    module_file, zips = started_as_spark_starts_it(WHERE, os.devnull)
+    module_file, zips = started_as_spark_starts_it(WHERE, os.devnull).stdout.split()
     assert "pyspark.zip" in module_file
     assert int(zips) == len(SPARK_ZIPS)
 
@@ -42,7 +50,7 @@ def test_a_local_session_starts_spark_python_processes_with_the_installed_pyspar
     pythonpath = _classic_conf("local[2]", False, None, None, False)[
         "spark.executorEnv.PYTHONPATH"]
     assert pythonpath.split(os.pathsep)[0] == STARTUP_FOLDER
-    module_file, zips = started_as_spark_starts_it(WHERE, pythonpath)
+    module_file, zips = started_as_spark_starts_it(WHERE, pythonpath).stdout.split()
     installed = os.path.dirname(pyspark.__file__)
     assert os.path.realpath(module_file).startswith(os.path.realpath(installed) + os.sep)
     assert module_file.endswith(".py")
@@ -50,8 +58,8 @@ def test_a_local_session_starts_spark_python_processes_with_the_installed_pyspar
 
 
 def test_the_sitecustomize_windowkit_hides_still_runs(tmp_path):
-    (tmp_path / "sitecustomize.py").write_text("print('their-sitecustomize-ran')\n")
-    out = started_as_spark_starts_it(WHERE, os.pathsep.join([STARTUP_FOLDER, str(tmp_path)]))
+    out = started_as_spark_starts_it(
+        WHERE, os.pathsep.join([STARTUP_FOLDER, their_sitecustomize(tmp_path)])).stdout.split()
     assert out[0] == "their-sitecustomize-ran"
     assert "pyspark.zip" not in out[1]
 
@@ -63,13 +71,8 @@ def test_a_second_copy_of_windowkits_folder_on_the_path_runs_the_hidden_one_once
 
     copy = tmp_path / "copy"
     shutil.copytree(STARTUP_FOLDER, copy)
-    theirs = tmp_path / "theirs"
-    theirs.mkdir()
-    (theirs / "sitecustomize.py").write_text("print('their-sitecustomize-ran')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [*SPARK_ZIPS, STARTUP_FOLDER, str(copy), str(theirs)])}
-    done = subprocess.run([sys.executable, "-c", WHERE], env=env, capture_output=True,
-                          text=True, check=True)
+    done = started_as_spark_starts_it(WHERE, os.pathsep.join(
+        [STARTUP_FOLDER, str(copy), their_sitecustomize(tmp_path / "theirs")]))
     assert done.stdout.split()[0] == "their-sitecustomize-ran"
     assert done.stdout.count("their-sitecustomize-ran") == 1
     assert "Error" not in done.stderr

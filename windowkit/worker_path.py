@@ -68,13 +68,13 @@ def prefer_installed_pyspark(path: list[str] | None = None) -> list[str]:
     return shipped
 
 
-def run_next_sitecustomize(own_folder: str = STARTUP_FOLDER,
-                           path: list[str] | None = None) -> bool:
+def run_next_sitecustomize(own_folder: str, path: list[str] | None = None) -> bool:
     """Run the ``sitecustomize`` module that the one in ``own_folder`` hides on ``path``
     (default: ``sys.path``): Python runs only the first it finds, and a distribution or a user
     may have one of their own. The search goes on where Python's stopped, after
-    ``own_folder``, so a second copy of this folder further on is run once, not in turn.
-    Returns whether there was one.
+    ``own_folder`` (the running ``sitecustomize``'s own folder, which need not be
+    :data:`STARTUP_FOLDER`: the windowkit imported may be another copy), so a second copy of
+    this folder further on is run once, not in turn. Returns whether there was one.
 
     Examples
     --------

@@ -10,5 +10,4 @@ except ImportError:  # windowkit is not importable here: the process starts as S
     pass
 else:
     prefer_installed_pyspark()
-    # this file's own folder: the windowkit imported may be another copy, with its own folder
     run_next_sitecustomize(os.path.dirname(os.path.abspath(__file__)))
